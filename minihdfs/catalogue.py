@@ -1,0 +1,68 @@
+"""The catalogue of event names every process may log (spec/EVENTS.md, plus our additions).
+
+Triggers in scenarios may only name events listed here; the harness checks that before
+a run starts. The names of spec/EVENTS.md are a contract and never change; the
+additions are marked.
+"""
+
+NAMENODE = {
+    "nn.start", "nn.stop",
+    "nn.file.create", "nn.file.append", "nn.file.complete", "nn.file.close",
+    "nn.block.allocate", "nn.block.state", "nn.block.gs_bump", "nn.block.update_pipeline",
+    "nn.lease.add", "nn.lease.renew", "nn.lease.remove", "nn.lease.reassign",
+    "nn.lease.expired", "nn.lease.recover",
+    "nn.recovery.start", "nn.recovery.commit",
+    "nn.rpc.reject",
+    "nn.dn.register", "nn.dn.stale", "nn.dn.dead",
+    "nn.replica.reported",
+    "nn.replication.schedule", "nn.replica.invalidate",
+    # additions
+    "nn.file.delete",          # {path}
+    "nn.file.rename",          # {path, dst}
+    "nn.file.truncate",        # {path, len, ok}
+    "nn.block.abandon",        # {path, block, gs}
+    "nn.replica.corrupt",      # {dn, block, gs, reason}
+    "nn.dn.alive",             # {dn}: a stale or dead node heard from again
+}
+
+DATANODE = {
+    "dn.start", "dn.stop",
+    "dn.replica.state",
+    "dn.pipeline.setup", "dn.pipeline.error",
+    "dn.checksum.error",
+    "dn.recovery.init_replica", "dn.recovery.sync", "dn.recovery.update_replica",
+    "dn.transfer",
+    # additions
+    "dn.register",             # {nn}
+    "dn.block_report",         # {count, full}
+    "dn.recovery.command",     # {block, recovery_id, pipeline}: recover-block received
+    "dn.recovery.error",       # {block, recovery_id, error}
+    "dn.replica.invalidate",   # {block, gs}
+}
+
+CLIENT = {
+    "client.stream.open", "client.write", "client.pipeline.setup", "client.pipeline.error",
+    "client.pipeline.replace", "client.pipeline.recovered", "client.ack", "client.hflush",
+    "client.close", "client.lease.renew", "client.recover_lease",
+    # additions
+    "client.start",            # {holder}
+    "client.op.start",         # {op_id, op, path}
+    "client.op.end",           # {op_id, op, path, ok, error, len}
+    "client.pipeline.abandon", # {path, block, gs, bad_node}
+    "client.stream.error",     # {path, error}: the stream failed for good
+    "client.read",             # {path, offset, len, crc}
+    "client.checksum.error",   # {path, block, dn, offset}
+}
+
+HARNESS = {
+    "harness.run.start", "harness.run.end",
+    "harness.fault.inject", "harness.fault.heal",
+    "harness.node.kill", "harness.node.start", "harness.node.pause", "harness.node.resume",
+    "harness.quiescent",
+    # additions
+    "harness.node.stop",       # {target}: a graceful stop (restart)
+    "harness.workload.start",  # {op_id, client}
+    "harness.trigger",         # {fault, event_ts, lag}: a trigger fired
+}
+
+EVENTS = NAMENODE | DATANODE | CLIENT | HARNESS
