@@ -1,0 +1,340 @@
+"""Reading scenario files: YAML with positions, every field checked, every name resolved.
+
+Two passes over one file. The first reads the YAML node tree (yaml.compose keeps line and
+column of every value) into the model of `model.py`, field by field. The second resolves
+what only the whole file can tell: node ids against the cluster and the clients of the
+workload, fault ids, duplicate ids, events against the catalogue's roles, a `resume`
+without a `pause`, dfs.replication against the number of DataNodes, triggers beyond the
+timeout, `after:` chains that wait for each other. All problems of a file are collected;
+`ScenarioError` carries them all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Any, Iterable
+
+import yaml
+
+from minihdfs.config import KEYS, ConfigError, parse_duration
+
+from .fields import INVALID, Context, Reference, child, item, read
+from .issues import Issue, ScenarioError, did_you_mean
+from .model import (CLIENT, DATANODE, HARNESS, NAMENODE, SCENARIO, AfterFault, AtTime,
+                    Heal, OnEvent, Resume, Scenario)
+
+_ROLE_PHRASE = {NAMENODE: "the NameNode", DATANODE: "a DataNode", CLIENT: "a client",
+                HARNESS: "the harness"}
+_LOGGED_BY = {NAMENODE: "the NameNode", DATANODE: "DataNodes", CLIENT: "clients",
+              HARNESS: "the harness"}
+_EVENT_ROLE = {"nn": NAMENODE, "dn": DATANODE, "client": CLIENT, "harness": HARNESS}
+_DATANODE_ID = re.compile(r"^dn[1-9][0-9]*$")
+
+
+def load_scenario(path: str | os.PathLike) -> Scenario:
+    """Read and validate a scenario file; raises ScenarioError with every problem found."""
+    scenario, issues = check_scenario_file(path)
+    if issues:
+        raise ScenarioError(issues)
+    return scenario
+
+
+def load_scenario_text(text: str, filename: str = "<scenario>") -> Scenario:
+    """Read and validate scenario YAML given as text (`filename` names it in messages)."""
+    scenario, issues = check_scenario_text(text, filename)
+    if issues:
+        raise ScenarioError(issues)
+    return scenario
+
+
+def check_scenario_file(path: str | os.PathLike) -> tuple[Scenario | None, list[Issue]]:
+    """(the scenario or None, every problem of the file, sorted by position)."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            data = f.read()
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return None, [Issue(name, 0, 0, "", f"not UTF-8 text ({e.reason} at byte {e.start})")]
+    except OSError as e:
+        return None, [Issue(name, 0, 0, "", f"cannot read: {e.strerror or e}")]
+    return check_scenario_text(text, name)
+
+
+def check_scenario_text(text: str, filename: str = "<scenario>"
+                        ) -> tuple[Scenario | None, list[Issue]]:
+    """Like check_scenario_file, for YAML text."""
+    scenario, ctx = _read(text, filename)
+    issues = sorted(set(ctx.issues))
+    return (None if issues else scenario), issues
+
+
+def validate_files(paths: Iterable[str | os.PathLike]) -> tuple[dict[str, Scenario], list[Issue]]:
+    """Check several files: each one alone, and that no two scenarios share a name."""
+    scenarios: dict[str, Scenario] = {}
+    issues: list[Issue] = []
+    first_by_name: dict[str, str] = {}
+    for path in paths:
+        scenario, found = check_scenario_file(path)
+        issues += found
+        if scenario is None:
+            continue
+        name = os.fspath(path)
+        earlier = first_by_name.setdefault(scenario.name, name)
+        if earlier != name:
+            line = _line_of_key(scenario.source_text or "", "name")
+            issues.append(Issue(name, line, 1, "name", f"scenario name {scenario.name!r} is "
+                                                       f"already used by {earlier}"))
+            continue
+        scenarios[name] = scenario
+    return scenarios, issues
+
+
+def _line_of_key(text: str, key: str) -> int:
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(f"{key}:"):
+            return number
+    return 1
+
+
+def _read(text: str, filename: str) -> tuple[Scenario | None, Context]:
+    ctx = Context(filename)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        context = ""
+        if e.context and e.context_mark and e.context_mark is not mark:
+            context = f" ({e.context} on line {e.context_mark.line + 1})"
+        ctx.error(mark, "", f"invalid YAML: {e.problem}{context}")
+        return None, ctx
+    except yaml.YAMLError as e:
+        ctx.error(None, "", f"invalid YAML: {e}")
+        return None, ctx
+    if root is None:
+        ctx.error(None, "", "empty file: a scenario needs at least a name and a workload")
+        return None, ctx
+    ctx.marks[""] = root.start_mark
+    scenario = read(ctx, SCENARIO, root, "")
+    if isinstance(root, yaml.MappingNode):
+        _resolve(ctx, _plain(ctx, root))
+    if scenario is INVALID:
+        return None, ctx
+    return _with_source(scenario, filename, text), ctx
+
+
+def _with_source(scenario: Scenario, filename: str, text: str) -> Scenario:
+    return dataclasses.replace(scenario, source=filename, source_text=text)
+
+
+def _plain(ctx: Context, root: yaml.Node) -> dict:
+    """The document as plain values, for the cross checks (which tolerate any shape)."""
+    try:
+        value = ctx.value(root)
+    except yaml.YAMLError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _list_of_dicts(value: Any) -> list[dict]:
+    return [v if isinstance(v, dict) else {} for v in value] if isinstance(value, list) else []
+
+
+class _Plan:
+    """What the raw document declares, read leniently so that one bad field does not
+    hide (or fake) problems elsewhere."""
+
+    def __init__(self, doc: dict):
+        cluster = doc.get("cluster") if isinstance(doc.get("cluster"), dict) else {}
+        count = cluster.get("datanodes", 3)
+        self.datanodes: int | None = (count if isinstance(count, int)
+                                      and not isinstance(count, bool) and count >= 1 else None)
+        self.config = cluster.get("config") if isinstance(cluster.get("config"), dict) else {}
+        self.workload = _list_of_dicts(doc.get("workload"))
+        self.faults = _list_of_dicts(doc.get("faults"))
+        self.clients = list(dict.fromkeys(
+            c for c in (w.get("client") for w in self.workload)
+            if isinstance(c, str) and not _is_server_name(c)))
+        self.fault_ids = [f.get("id") for f in self.faults]
+        self.kinds = {f.get("id"): f.get("kind") for f in self.faults if isinstance(f.get("id"), str)}
+        self.paths = {w.get("path") for w in self.workload if isinstance(w.get("path"), str)}
+        self.workload_ids = [w.get("id") for w in self.workload]
+        self.paused = {f.get("target") for f in self.faults if f.get("kind") == "pause"}
+        try:
+            self.timeout: float | None = parse_duration(doc.get("timeout", "120s"))
+        except ConfigError:
+            self.timeout = None
+
+    def role(self, node_id: str) -> str | None:
+        if node_id == "nn":
+            return NAMENODE
+        if node_id == "harness":
+            return HARNESS
+        if _DATANODE_ID.match(node_id) and (self.datanodes is None
+                                            or int(node_id[2:]) <= self.datanodes):
+            return DATANODE
+        if node_id in self.clients:
+            return CLIENT
+        return None
+
+    def describe_nodes(self) -> str:
+        count = self.datanodes or 0
+        dns = f"dn1..dn{count}" if count > 2 else ", ".join(f"dn{i}" for i in range(1, count + 1))
+        clients = self.clients
+        return (f"nn, {dns} and clients {', '.join(clients)}" if clients
+                else f"nn and {dns}; no clients (clients are the workload's client ids)")
+
+    def known_nodes(self) -> list[str]:
+        return ["nn"] + [f"dn{i}" for i in range(1, (self.datanodes or 0) + 1)] + self.clients
+
+
+def _resolve(ctx: Context, doc: dict) -> None:
+    plan = _Plan(doc)
+    for ref in ctx.references:
+        _check_reference(ctx, plan, ref)
+    _check_duplicates(ctx, "workload", plan.workload_ids)
+    _check_duplicates(ctx, "faults", plan.fault_ids)
+    _check_client_ids(ctx, plan)
+    _check_replication(ctx, plan)
+    for path, obj in list(ctx.objects.items()):
+        if isinstance(obj, OnEvent):
+            _check_event_node(ctx, plan, path, obj)
+        if isinstance(obj, (AtTime, OnEvent, AfterFault)):
+            _check_within_timeout(ctx, plan, path, obj)
+        if isinstance(obj, Resume) and obj.target not in plan.paused:
+            ctx.error_at(child(path, "target"), f"resume of {obj.target!r}, which no pause "
+                                                "fault stops")
+        if isinstance(obj, Heal):
+            _check_heal(ctx, plan, path, obj)
+    _check_after_chains(ctx, plan)
+
+
+def _is_server_name(node_id: str) -> bool:
+    return node_id in ("nn", HARNESS) or bool(_DATANODE_ID.match(node_id))
+
+
+def _check_reference(ctx: Context, plan: _Plan, ref: Reference) -> None:
+    if ref.what == "node":
+        role = plan.role(ref.value)
+        if role is None:
+            if _DATANODE_ID.match(ref.value):
+                if plan.datanodes is not None:  # else the count is itself wrong, and said so
+                    ctx.error(ref.mark, ref.path, f"unknown node {ref.value!r}: the cluster has "
+                                                  f"{plan.datanodes} DataNodes "
+                                                  f"({plan.describe_nodes()})")
+                return
+            hint = did_you_mean(ref.value, plan.known_nodes())
+            ctx.error(ref.mark, ref.path, f"unknown node {ref.value!r}{hint} "
+                                          f"(this scenario has {plan.describe_nodes()})")
+        elif role not in ref.roles:
+            ctx.error(ref.mark, ref.path, f"{ref.needs}, but {ref.value!r} is "
+                                          f"{_ROLE_PHRASE[role]}")
+    elif ref.what == "fault":
+        ids = list(dict.fromkeys(i for i in plan.fault_ids if isinstance(i, str)))
+        if ref.value not in ids:
+            listing = f" (faults: {', '.join(ids)})" if ids else " (there are no faults)"
+            ctx.error(ref.mark, ref.path, f"unknown fault {ref.value!r}"
+                                          f"{did_you_mean(ref.value, ids) or listing}")
+    elif ref.what == "workload":
+        ids = list(dict.fromkeys(i for i in plan.workload_ids if isinstance(i, str)))
+        if ref.value not in ids:
+            listing = f" (operations: {', '.join(ids)})" if ids else ""
+            ctx.error(ref.mark, ref.path, f"unknown workload operation {ref.value!r}"
+                                          f"{did_you_mean(ref.value, ids) or listing}")
+    elif ref.what == "path":
+        if ref.value not in plan.paths:
+            ctx.error(ref.mark, ref.path, f"no workload operation uses the file {ref.value!r}"
+                                          f"{did_you_mean(ref.value, plan.paths)}")
+
+
+def _check_duplicates(ctx: Context, section: str, ids: list) -> None:
+    first: dict[str, int] = {}
+    for i, value in enumerate(ids):
+        if not isinstance(value, str):
+            continue
+        if value in first:
+            mark = ctx.mark_of(child(item(section, first[value]), "id"))
+            line = f" (first used on line {mark.line + 1})" if mark is not None else ""
+            ctx.error_at(child(item(section, i), "id"), f"duplicate id {value!r}{line}")
+        else:
+            first[value] = i
+
+
+def _check_client_ids(ctx: Context, plan: _Plan) -> None:
+    for i, op in enumerate(plan.workload):
+        client = op.get("client")
+        if isinstance(client, str) and _is_server_name(client):
+            ctx.error_at(child(item("workload", i), "client"),
+                         f"{client!r} names a server, not a client; use a client id such as c1")
+
+
+def _check_replication(ctx: Context, plan: _Plan) -> None:
+    if plan.datanodes is None:
+        return
+    key = "dfs.replication"
+    try:
+        replication = KEYS[key].parse(plan.config.get(key, KEYS[key].default), key)
+    except ConfigError:
+        return  # already reported where the value is
+    if replication > plan.datanodes:
+        if key in plan.config:
+            ctx.error_at(child("cluster.config", key),
+                         f"replication {replication} needs at least {replication} DataNodes, "
+                         f"the cluster has {plan.datanodes}")
+        else:
+            ctx.error_at("cluster.datanodes",
+                         f"{plan.datanodes} DataNodes cannot hold the default dfs.replication "
+                         f"{replication}; set cluster.config.dfs.replication")
+
+
+def _check_event_node(ctx: Context, plan: _Plan, path: str, trigger: OnEvent) -> None:
+    expected = _EVENT_ROLE.get(trigger.event.split(".", 1)[0])
+    role = plan.role(trigger.node) if trigger.node else None
+    if expected and role and role != expected:
+        ctx.error_at(child(path, "node"), f"{trigger.event} is logged by {_LOGGED_BY[expected]}, "
+                                          f"but {trigger.node!r} is {_ROLE_PHRASE[role]}")
+
+
+def _check_within_timeout(ctx: Context, plan: _Plan, path: str, trigger: Any) -> None:
+    if not plan.timeout:
+        return
+    earliest = trigger.seconds if isinstance(trigger, AtTime) else trigger.delay
+    if earliest > plan.timeout:
+        ctx.error_at(path, f"{earliest:g}s is past the scenario timeout ({plan.timeout:g}s); "
+                           "it would never fire")
+
+
+def _check_heal(ctx: Context, plan: _Plan, path: str, heal: Heal) -> None:
+    own = plan.fault_ids[int(path[len("faults["):-1])] if path.startswith("faults[") else None
+    if heal.fault == own:
+        ctx.error_at(child(path, "fault"), "a heal cannot heal itself")
+    elif plan.kinds.get(heal.fault) == "heal":
+        ctx.error_at(child(path, "fault"), f"{heal.fault!r} is itself a heal; name the fault "
+                                           "it heals")
+
+
+def _check_after_chains(ctx: Context, plan: _Plan) -> None:
+    """A fault whose `at` waits (through `after:`) for itself never fires."""
+    waits: dict[str, tuple[str, str]] = {}
+    for i, fault_id in enumerate(plan.fault_ids):
+        trigger = ctx.objects.get(child(item("faults", i), "at"))
+        if isinstance(fault_id, str) and isinstance(trigger, AfterFault):
+            waits.setdefault(fault_id, (trigger.after, child(item("faults", i), "at")))
+    reported: set[str] = set()
+    for start in waits:
+        chain, current = [start], start
+        while current in waits:
+            current = waits[current][0]
+            if current == start:
+                if not reported & set(chain):
+                    reported.update(chain)
+                    loop = " -> ".join(chain + [start])
+                    message = ("a fault cannot wait for itself" if len(chain) == 1
+                               else f"these faults wait for each other and never fire: {loop}")
+                    ctx.error_at(child(waits[start][1], "after"), message)
+                break
+            if current in chain:
+                break
+            chain.append(current)

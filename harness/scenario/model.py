@@ -1,0 +1,716 @@
+"""The scenario as data: plain, printable, comparable dataclasses.
+
+One class per thing a scenario names (ARCHITECTURE.md, "Scenario format"): the cluster,
+the workload operations, the faults (one class per kind, `kind` a class attribute), the
+triggers that time them and the `expect:` block. Durations are seconds (float), sizes
+bytes (int), whatever units the YAML used. Each field says with `spec(...)` how it is
+read from YAML; the loader and the JSON Schema both follow those declarations, so the
+format has one definition.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, ClassVar, Union
+
+import yaml
+
+from minihdfs.catalogue import EVENTS
+from minihdfs.config import Config
+
+from .fields import (INVALID, AnyValue, Bool, Context, Duration, Enum, HadoopConfig, Int,
+                     ListOf, MapOf, NodeRef, Pair, Rate, Ref, Size, Str, Struct, Text,
+                     ValueType, child, did_you_mean, spec, yaml_fields)
+
+CHECK_IDS: tuple[str, ...] = (
+    tuple(f"P{i}" for i in range(1, 7)) + tuple(f"L{i}" for i in range(1, 7))
+    + tuple(f"B{i}" for i in range(1, 6)) + tuple(f"D{i}" for i in range(1, 5)))
+"""The checks of spec/CHECKS.md."""
+
+OPERATIONS = ("write", "append", "read", "recover_lease", "truncate")
+OUTCOMES = ("ok", "error")
+
+NAMENODE, DATANODE, CLIENT, HARNESS = "namenode", "datanode", "client", "harness"
+ANY_NODE = (NAMENODE, DATANODE, CLIENT)
+SERVER = (NAMENODE, DATANODE)
+
+ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
+_ID = "an id of letters, digits, - and _ (starting with a letter)"
+_PATH = Str(r"^/", "an absolute path such as /data/f1")
+
+
+# -- triggers ------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class AtTime:
+    """Fires `seconds` after the run started (`at: 1.5s`)."""
+
+    seconds: float
+
+    def __str__(self) -> str:
+        return f"{self.seconds:g}s"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OnEvent:
+    """Fires `delay` after the `nth` event named `event` (from `node`, with fields `where`)."""
+
+    event: str = spec(Enum(sorted(EVENTS), "event"),
+                      "an event name of the catalogue (minihdfs/catalogue.py)",
+                      required="the event name to wait for")
+    node: str | None = spec(NodeRef(ANY_NODE + (HARNESS,), "a trigger names a node"),
+                            "only events logged by this node", default=None)
+    where: dict[str, Any] = spec(MapOf(Str(), AnyValue()),
+                                 "only events whose fields have these values",
+                                 default_factory=dict)
+    nth: int = spec(Int(1), "fire on the n-th matching event (1 = the first)", default=1,
+                    example=1)
+    delay: float = spec(Duration(), "wait this long after the event", default=0.0, example="0s")
+
+    def __str__(self) -> str:
+        parts = [self.event] + ([f"node={self.node}"] if self.node else [])
+        parts += [f"{k}={v}" for k, v in self.where.items()]
+        parts += [f"nth={self.nth}"] if self.nth != 1 else []
+        parts += [f"delay={self.delay:g}s"] if self.delay else []
+        return "on " + " ".join(parts)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AfterFault:
+    """Fires `delay` after the fault `after` was injected."""
+
+    after: str = spec(Ref("fault", "a fault id"), "the id of a fault", required=True)
+    delay: float = spec(Duration(), "wait this long after that fault", default=0.0, example="0s")
+
+    def __str__(self) -> str:
+        return f"after {self.after}" + (f" + {self.delay:g}s" if self.delay else "")
+
+
+Trigger = Union[AtTime, OnEvent, AfterFault]
+
+
+class TriggerType(ValueType):
+    """`2s`, `{event: ..., node, where, nth, delay}` or `{after: fault-id, delay}`."""
+
+    expected = "a trigger"
+    _event = Struct(OnEvent, name="event_trigger")
+    _after = Struct(AfterFault, name="after_trigger")
+
+    def parse(self, ctx, node, path):
+        if isinstance(node, yaml.ScalarNode):
+            seconds = Duration().parse(ctx, node, path)
+            if seconds is INVALID:
+                return INVALID
+            ctx.objects[path] = trigger = AtTime(seconds)
+            return trigger
+        if not isinstance(node, yaml.MappingNode):
+            ctx.error(node, path, "a trigger is a duration (2s), {event: NAME, ...} "
+                                  "or {after: FAULT_ID, ...}, not a list")
+            return INVALID
+        keys = {k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+        if "event" in keys and "after" in keys:
+            ctx.error(node, path, "a trigger waits for an event or for a fault, not both")
+            return INVALID
+        if "event" in keys:
+            return self._event.parse(ctx, node, path)
+        if "after" in keys:
+            return self._after.parse(ctx, node, path)
+        hints = [did_you_mean(k, ("event", "after")) for k in sorted(keys)]
+        hint = next((h for h in hints if h), "")
+        ctx.error(node, path, "a trigger is a duration (2s), {event: NAME, ...} "
+                              f"or {{after: FAULT_ID, ...}}{hint}")
+        return INVALID
+
+    def schema(self, defs):
+        defs.setdefault("trigger", {
+            "description": "a duration since the run started, the n-th matching event, "
+                           "or a delay after another fault",
+            "oneOf": [Duration().schema(defs), self._event.schema(defs),
+                      self._after.schema(defs)]})
+        return {"$ref": "#/$defs/trigger"}
+
+
+TRIGGER = TriggerType()
+
+
+# -- cluster and workload -------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Cluster:
+    """The cluster of the run: DataNodes dn1..dnN, their racks, Hadoop configuration."""
+
+    datanodes: int = spec(Int(1), "number of DataNodes (dn1..dnN)", default=3, example=3)
+    racks: dict[str, str] = spec(
+        MapOf(NodeRef((DATANODE,), "racks are given for DataNodes"),
+              Str(r"^/", "a rack such as /r1"), key_schema={"pattern": r"^dn[1-9][0-9]*$"}),
+        "rack of each DataNode, e.g. {dn1: /r1}", default_factory=dict)
+    config: dict[str, Any] = spec(HadoopConfig(), "Hadoop keys (spec/MINIHDFS.md) and values, "
+                                  "as written", default_factory=dict)
+
+    def hadoop_config(self) -> Config:
+        """The parsed configuration (sizes in bytes, durations in seconds)."""
+        return Config(self.config)
+
+
+# Which fields each op needs and accepts, besides id, client, op, path and at.
+OP_FIELDS: dict[str, tuple[frozenset, frozenset]] = {
+    "write": (frozenset({"size"}), frozenset({"size", "hflush_every", "close"})),
+    "append": (frozenset({"size"}), frozenset({"size", "hflush_every", "close"})),
+    "read": (frozenset(), frozenset()),
+    "recover_lease": (frozenset(), frozenset()),
+    "truncate": (frozenset({"new_len"}), frozenset({"new_len"})),
+}
+_OP_OPTIONAL = ("size", "hflush_every", "close", "new_len")
+
+
+def _operation_schema(out: dict, defs: dict) -> None:
+    out["allOf"] = [
+        {"if": {"properties": {"op": {"const": op}}, "required": ["op"]},
+         "then": {**({"required": sorted(needed)} if needed else {}),
+                  "not": {"anyOf": [{"required": [f]} for f in _OP_OPTIONAL
+                                    if f not in allowed]}}}
+        for op, (needed, allowed) in OP_FIELDS.items()]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Operation:
+    """One client operation of the workload (`op` on `path` by client `client`)."""
+
+    json_schema_extra: ClassVar = staticmethod(_operation_schema)
+
+    id: str = spec(Str(ID_PATTERN, _ID), "unique id of the operation", required=True)
+    client: str = spec(Str(ID_PATTERN, "a client id such as c1"),
+                       "the client process (c1, c2, ...) that runs it", required=True)
+    op: str = spec(Enum(OPERATIONS, "op"), "write | append | read | recover_lease | truncate",
+                   required=True)
+    path: str = spec(_PATH, "the file", required=True)
+    size: int | None = spec(Size(), "bytes to write or append", default=None)
+    hflush_every: int | None = spec(Size(), "hflush after every this many bytes", default=None)
+    close: bool = spec(Bool(), "close the stream at the end (false leaves the file open)",
+                       default=True, example=True)
+    at: Trigger = spec(TRIGGER, "when the operation starts", default=AtTime(0.0), example="0s")
+    new_len: int | None = spec(Size(), "truncate: the new length", default=None)
+
+    @classmethod
+    def check(cls, ctx: Context, node, path, values, given):
+        op = values.get("op")
+        if op not in OP_FIELDS:
+            return values
+        needed, allowed = OP_FIELDS[op]
+        for name in sorted(needed - given):
+            ctx.error(node, child(path, name), f"missing required key {name!r} (op {op} needs it)")
+        for name in _OP_OPTIONAL:
+            if name in given and name not in allowed:
+                ctx.error_at(child(path, name), f"not used by op {op}")
+        if values.get("hflush_every") == 0:
+            ctx.error_at(child(path, "hflush_every"), "must be more than 0 bytes")
+        return values
+
+
+# -- faults ----------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Fault:
+    """A fault: injected when `at` fires, healed after `duration` or when `heal` fires."""
+
+    kind: ClassVar[str] = ""
+    id: str = spec(Str(ID_PATTERN, _ID), "unique id of the fault",
+                   required="every fault has an id")
+    at: Trigger = spec(TRIGGER, "when to inject the fault",
+                       required="when to inject it, e.g. at: 2s")
+    duration: float | None = spec(Duration(), "heal this long after injecting", default=None)
+    heal: Trigger | None = spec(TRIGGER, "heal when this trigger fires", default=None)
+
+    @classmethod
+    def check(cls, ctx: Context, node, path, values, given):
+        if "duration" in given and "heal" in given:
+            ctx.error_at(child(path, "heal"), "give duration or heal, not both")
+        return values
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The nodes this fault acts on (for logs and reports)."""
+        target = getattr(self, "target", None)
+        return (target,) if target else ()
+
+
+_ANY = NodeRef(ANY_NODE, "a link joins two nodes")
+
+
+def _links_schema(out: dict, defs: dict) -> None:
+    out["oneOf"] = [{"required": ["links"]}, {"required": ["between"]}]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LinkFault(Fault):
+    """A fault on directed links X -> Y (Toxiproxy): `links`, or `between` groups."""
+
+    json_schema_extra: ClassVar = staticmethod(_links_schema)
+
+    links: tuple[tuple[str, str], ...] = spec(
+        ListOf(Pair(_ANY), min_items=1, what="link"),
+        "directed links [src, dst]; with between, every link across the groups", default=())
+    between: tuple[tuple[str, ...], ...] | None = spec(
+        ListOf(ListOf(_ANY, min_items=1, what="node"), min_items=2, what="group"),
+        "groups of nodes; every link from one group to another, both ways", default=None)
+
+    @classmethod
+    def check(cls, ctx, node, path, values, given):
+        values = super().check(ctx, node, path, values, given)
+        if "links" in given and "between" in given:
+            ctx.error_at(child(path, "between"), "give links or between, not both")
+        elif "links" not in given and "between" not in given:
+            ctx.error(node, path, f"{cls.kind} needs links: [[src, dst], ...] "
+                                  "or between: [[group], [group], ...]")
+        groups = values.get("between")
+        if groups:
+            seen: dict[str, int] = {}
+            for i, group in enumerate(groups):
+                for name in group:
+                    if name in seen and seen[name] != i:
+                        ctx.error_at(child(path, "between"), f"{name!r} is in two groups")
+                    seen[name] = i
+            values["links"] = between_links(groups)
+        elif "links" in values:
+            values["links"] = tuple(dict.fromkeys(values["links"]))
+        return values
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n for link in self.links for n in link))
+
+
+def between_links(groups) -> tuple[tuple[str, str], ...]:
+    """Every directed link from a node of one group to a node of another group."""
+    return tuple((a, b) for i, ga in enumerate(groups) for j, gb in enumerate(groups)
+                 if i != j for a in ga for b in gb)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Partition(LinkFault):
+    """Cut links: `blackhole` (timeout toxic: bytes vanish) or `reject` (proxy down)."""
+
+    kind: ClassVar[str] = "partition"
+    mode: str = spec(Enum(("blackhole", "reject"), "partition mode"),
+                     "blackhole: data is dropped silently; reject: connections are refused",
+                     default="blackhole", example="blackhole")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Latency(LinkFault):
+    """Delay every byte on the links by `latency` +- `jitter`."""
+
+    kind: ClassVar[str] = "latency"
+    latency: float = spec(Duration(), "added delay", required=True)
+    jitter: float = spec(Duration(), "random variation of the delay", default=0.0, example="0s")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Bandwidth(LinkFault):
+    """Limit the links to `rate` bytes per second."""
+
+    kind: ClassVar[str] = "bandwidth"
+    rate: int = spec(Rate(), "bytes per second, e.g. 1MiB", required=True)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CutAfterBytes(LinkFault):
+    """Close the connections on the links once `bytes` have passed (Toxiproxy limit_data)."""
+
+    kind: ClassVar[str] = "cut_after_bytes"
+    bytes: int = spec(Size(), "bytes let through before the cut", required=True)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ResetPeer(LinkFault):
+    """Reset the connections on the links (TCP RST) after `timeout`."""
+
+    kind: ClassVar[str] = "reset_peer"
+    timeout: float = spec(Duration(), "time before the reset", default=0.0, example="0s")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Slicer(LinkFault):
+    """Slice the data on the links into small pieces, `delay` apart."""
+
+    kind: ClassVar[str] = "slicer"
+    average_size: int = spec(Size(), "average bytes per slice", required=True)
+    size_variation: int = spec(Size(), "variation of the slice size", default=0, example=0)
+    delay: float = spec(Duration(), "delay between slices", default=0.0, example="0s")
+
+    @classmethod
+    def check(cls, ctx, node, path, values, given):
+        values = super().check(ctx, node, path, values, given)
+        average, variation = values.get("average_size"), values.get("size_variation", 0)
+        if average == 0:
+            ctx.error_at(child(path, "average_size"), "must be more than 0 bytes")
+        elif average is not None and variation >= average:
+            ctx.error_at(child(path, "size_variation"),
+                         f"must be smaller than average_size ({average} bytes)")
+        return values
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Disconnect(Fault):
+    """Disconnect a node's container from the run network (docker backend)."""
+
+    kind: ClassVar[str] = "disconnect"
+    target: str = spec(NodeRef(ANY_NODE, "disconnect needs a node"), "the node", required=True)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Kill(Fault):
+    """SIGKILL a node (healing starts it again)."""
+
+    kind: ClassVar[str] = "kill"
+    target: str = spec(NodeRef(ANY_NODE, "kill needs a node"), "the node", required=True)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Restart(Fault):
+    """Stop the NameNode or a DataNode, wait `down`, start it again."""
+
+    kind: ClassVar[str] = "restart"
+    target: str = spec(NodeRef(SERVER, "restart needs the NameNode or a DataNode"),
+                       "the node", required=True)
+    down: float = spec(Duration(), "how long the node stays down", default=0.0, example="0s")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Pause(Fault):
+    """SIGSTOP a node (a long GC pause); healing or a `resume` fault continues it."""
+
+    kind: ClassVar[str] = "pause"
+    target: str = spec(NodeRef(ANY_NODE, "pause needs a node"), "the node", required=True)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Resume(Fault):
+    """SIGCONT a node that a `pause` fault stopped."""
+
+    kind: ClassVar[str] = "resume"
+    target: str = spec(NodeRef(ANY_NODE, "resume needs a node"), "the node", required=True)
+
+    @classmethod
+    def check(cls, ctx, node, path, values, given):
+        for name in ("duration", "heal"):
+            if name in given:
+                ctx.error_at(child(path, name), "a resume is itself a heal; it has no "
+                                                f"{name}")
+        return values
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CrashClient(Fault):
+    """Kill a client process mid-write: its lease is left to expire and be recovered."""
+
+    kind: ClassVar[str] = "crash_client"
+    target: str = spec(NodeRef((CLIENT,), "crash_client needs a client"),
+                       "the client id", required=True)
+
+
+def _replica_schema(out: dict, defs: dict) -> None:
+    out["oneOf"] = [{"required": ["block"], "not": {"anyOf": [{"required": ["file"]},
+                                                              {"required": ["index"]}]}},
+                    {"required": ["file", "index"], "not": {"required": ["block"]}}]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReplicaFault(Fault):
+    """A disk fault on one replica of a DataNode: `block` id, or `file` + block `index`."""
+
+    json_schema_extra: ClassVar = staticmethod(_replica_schema)
+
+    target: str = spec(NodeRef((DATANODE,), "a disk fault needs a DataNode"),
+                       "the DataNode", required=True)
+    block: int | None = spec(Int(0), "the block id", default=None)
+    file: str | None = spec(Ref("path", "an absolute path such as /data/f1"),
+                            "the file whose block to hit (with index)", default=None)
+    index: int | None = spec(Int(), "the block's index in the file (-1: the last)",
+                             default=None)
+
+    @classmethod
+    def check(cls, ctx, node, path, values, given):
+        values = super().check(ctx, node, path, values, given)
+        if "block" in given and ({"file", "index"} & given):
+            ctx.error(node, path, "give block, or file and index, not both")
+        elif "block" not in given and "file" not in given:
+            ctx.error(node, path, f"{cls.kind} needs block: ID, or file: PATH and index: N")
+        elif "file" in given and "index" not in given:
+            ctx.error(node, child(path, "index"), "missing required key 'index' "
+                                                  "(which block of the file; 0 is the first)")
+        elif "index" in given and "file" not in given:
+            ctx.error_at(child(path, "index"), "index needs file")
+        return values
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CorruptReplica(ReplicaFault):
+    """Flip bytes of a replica's data file, so checksums no longer match."""
+
+    kind: ClassVar[str] = "corrupt_replica"
+    target: str = spec(NodeRef((DATANODE,), "corrupt_replica needs a DataNode"),
+                       "the DataNode", required=True)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DeleteReplica(ReplicaFault):
+    """Delete a replica's data and meta files from a DataNode's disk."""
+
+    kind: ClassVar[str] = "delete_replica"
+    target: str = spec(NodeRef((DATANODE,), "delete_replica needs a DataNode"),
+                       "the DataNode", required=True)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Heal(Fault):
+    """Heal another fault (`fault`) when `at` fires."""
+
+    kind: ClassVar[str] = "heal"
+    fault: str = spec(Ref("fault", "a fault id"), "the id of the fault to heal", required=True)
+
+    @classmethod
+    def check(cls, ctx, node, path, values, given):
+        for name in ("duration", "heal"):
+            if name in given:
+                ctx.error_at(child(path, name), f"a heal fault has no {name}")
+        return values
+
+
+FAULT_KINDS: dict[str, type[Fault]] = {cls.kind: cls for cls in (
+    Partition, Latency, Bandwidth, CutAfterBytes, ResetPeer, Slicer, Disconnect,
+    Kill, Restart, Pause, Resume, CrashClient, CorruptReplica, DeleteReplica, Heal)}
+"""Every fault kind a scenario may use, by its YAML name."""
+
+
+class FaultType(ValueType):
+    """A fault mapping: `kind` picks the class, the class reads the rest."""
+
+    expected = "a fault"
+
+    def _struct(self, kind: str) -> Struct:
+        return Struct(FAULT_KINDS[kind], extra_keys=("kind",), name=f"fault.{kind}")
+
+    def parse(self, ctx, node, path):
+        if not isinstance(node, yaml.MappingNode):
+            ctx.error(node, path, "expected a fault {id, kind, at, ...}")
+            return INVALID
+        kind_nodes = [(k, v) for k, v in node.value
+                      if isinstance(k, yaml.ScalarNode) and k.value == "kind"]
+        if not kind_nodes:
+            ctx.error(node, child(path, "kind"), "missing required key 'kind' (one of "
+                                                 f"{', '.join(FAULT_KINDS)})")
+            return INVALID
+        kind = Enum(FAULT_KINDS, "fault kind").parse(ctx, kind_nodes[0][1], child(path, "kind"))
+        ctx.marks.setdefault(child(path, "kind"), kind_nodes[0][1].start_mark)
+        if kind is INVALID:
+            # Still read the id and trigger, so that they are checked and known.
+            Struct(Fault, extra_keys=tuple(k.value for k, _ in node.value
+                                           if k.value not in yaml_fields(Fault))
+                   ).parse(ctx, node, path)
+            return INVALID
+        return self._struct(kind).parse(ctx, node, path)
+
+    def schema(self, defs):
+        if "fault" not in defs:
+            branches = []
+            for kind in FAULT_KINDS:
+                struct = self._struct(kind)
+                defs[struct.name] = struct.object_schema(defs, {"kind": {"const": kind}})
+                branches.append({"if": {"properties": {"kind": {"const": kind}},
+                                        "required": ["kind"]},
+                                 "then": {"$ref": f"#/$defs/{struct.name}"}})
+            defs["fault"] = {
+                "description": "a fault: id, kind, at (trigger), duration or heal, and the "
+                               "fields of its kind",
+                "type": "object",
+                "required": ["id", "kind", "at"],
+                "properties": {"kind": {"enum": list(FAULT_KINDS)}},
+                "allOf": branches}
+        return {"$ref": "#/$defs/fault"}
+
+
+# -- expect ------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class CountBound:
+    """A bound on a count: `1` (exactly), `>=1`, `<=2`."""
+
+    op: str
+    value: int
+
+    def admits(self, count: int) -> bool:
+        return {"==": count == self.value, ">=": count >= self.value,
+                "<=": count <= self.value}[self.op]
+
+    def __str__(self) -> str:
+        return f"{'' if self.op == '==' else self.op}{self.value}"
+
+
+class BoundType(ValueType):
+    expected = "a count: N, \">=N\" or \"<=N\""
+    _PATTERN = r"^\s*(>=|<=|==)?\s*([0-9]+)\s*$"
+
+    def parse(self, ctx, node, path):
+        value = self.scalar(ctx, node, path)
+        if value is INVALID:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value < 0:
+                ctx.error(node, path, f"a count cannot be negative ({value})")
+                return INVALID
+            return CountBound("==", value)
+        m = re.match(self._PATTERN, str(value)) if isinstance(value, str) else None
+        if not m:
+            ctx.error(node, path, f"expected a count such as 1, \">=1\" or \"<=2\", got {value!r}")
+            return INVALID
+        return CountBound(m.group(1) or "==", int(m.group(2)))
+
+    def schema(self, defs):
+        return {"anyOf": [{"type": "integer", "minimum": 0},
+                          {"type": "string", "pattern": self._PATTERN}]}
+
+
+class MinLenType(Size):
+    """`hflushed` (at least the last hflush offset) or a size."""
+
+    expected = "hflushed or a size such as 4MiB"
+
+    def parse(self, ctx, node, path):
+        if isinstance(node, yaml.ScalarNode) and node.value == "hflushed":
+            return "hflushed"
+        return super().parse(ctx, node, path)
+
+    def schema(self, defs):
+        return {"anyOf": [{"const": "hflushed"}, super().schema(defs)]}
+
+
+class ChecksType(ValueType):
+    """`all` or a list of check ids."""
+
+    expected = "all or a list of check ids"
+
+    def parse(self, ctx, node, path):
+        if isinstance(node, yaml.ScalarNode):
+            if node.value == "all":
+                return "all"
+            ctx.error(node, path, f"expected all or a list of check ids such as [P1, L1], "
+                                  f"got {node.value!r}")
+            return INVALID
+        return ListOf(Enum(CHECK_IDS, "check")).parse(ctx, node, path)
+
+    def schema(self, defs):
+        return {"anyOf": [{"const": "all"},
+                          {"type": "array", "items": {"enum": list(CHECK_IDS)}}]}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FileExpectation:
+    """What must hold for one file at the end of the run."""
+
+    closed: bool | None = spec(Bool(), "the file is closed", default=None)
+    min_len: int | str | None = spec(MinLenType(), "at least this long (hflushed: at least "
+                                     "the greatest hflushed offset)", default=None)
+    len: int | None = spec(Size(), "exactly this long", default=None)
+    lease_recovered: bool | None = spec(Bool(), "its lease was recovered", default=None)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RecoveryCounts:
+    """Bounds on how many recoveries the run saw."""
+
+    pipeline: CountBound | None = spec(BoundType(), "pipeline recoveries", default=None)
+    block: CountBound | None = spec(BoundType(), "block recoveries", default=None)
+    lease: CountBound | None = spec(BoundType(), "lease recoveries", default=None)
+    replacements: CountBound | None = spec(BoundType(), "DataNodes added to pipelines",
+                                           default=None)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Expect:
+    """The verdict the run must reach (compared by harness.reconcile)."""
+
+    checks: str | tuple[str, ...] = spec(ChecksType(), "checks to run: all, or ids from "
+                                         "spec/CHECKS.md", default="all", example="all")
+    must_fail: tuple[str, ...] = spec(ListOf(Enum(CHECK_IDS, "check")),
+                                      "checks that must fail (deliberately broken runs)",
+                                      default=())
+    files: dict[str, FileExpectation] = spec(
+        MapOf(Ref("path", "an absolute path such as /data/f1"), Struct(FileExpectation),
+              key_schema={"pattern": "^/"}),
+        "per file path", default_factory=dict)
+    recoveries: RecoveryCounts = spec(Struct(RecoveryCounts), "recovery counts",
+                                      default_factory=RecoveryCounts)
+    max_recovery: float | None = spec(Duration(), "no recovery takes longer", default=None)
+    workload: dict[str, str] = spec(MapOf(Ref("workload", "a workload id"),
+                                          Enum(OUTCOMES, "outcome")),
+                                    "outcome of each workload operation: ok | error",
+                                    default_factory=dict)
+
+    @classmethod
+    def check(cls, ctx, node, path, values, given):
+        checks, must_fail = values.get("checks", "all"), values.get("must_fail", ())
+        if checks != "all" and must_fail:
+            for name in must_fail:
+                if name not in checks:
+                    ctx.error_at(child(path, "must_fail"),
+                                 f"{name} must fail but is not among the checks run")
+        return values
+
+    @property
+    def check_ids(self) -> tuple[str, ...]:
+        """The checks to run, `all` expanded."""
+        return CHECK_IDS if self.checks == "all" else tuple(self.checks)
+
+
+# -- the scenario ----------------------------------------------------------------------------
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Scenario:
+    """A whole chaos run: cluster, workload, faults and the expected verdict."""
+
+    name: str = spec(Str(NAME_PATTERN, "a name of letters, digits, ., - and _"),
+                     "unique name (used in run ids)", required="every scenario has a name")
+    description: str = spec(Text(), "free text; its first line is shown by hdfs-chaos list",
+                            default="")
+    seed: int | None = spec(Int(0), "random seed: same seed, same run", default=None)
+    timeout: float = spec(Duration(), "the whole run", default=120.0, example="120s")
+    cluster: Cluster = spec(Struct(Cluster), "the cluster", default_factory=Cluster)
+    workload: tuple[Operation, ...] = spec(ListOf(Struct(Operation)),
+                                           "client operations", default=())
+    faults: tuple[Fault, ...] = spec(ListOf(FaultType()), "faults to inject", default=())
+    expect: Expect = spec(Struct(Expect), "the expected verdict", default_factory=Expect)
+    source: str | None = dataclasses.field(default=None, compare=False)
+    source_text: str | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def check(cls, ctx, node, path, values, given):
+        if values.get("timeout") == 0:
+            ctx.error_at("timeout", "must be more than 0s")
+        return values
+
+    @property
+    def datanode_ids(self) -> tuple[str, ...]:
+        return tuple(f"dn{i}" for i in range(1, self.cluster.datanodes + 1))
+
+    @property
+    def client_ids(self) -> tuple[str, ...]:
+        """The clients, in order of first use in the workload."""
+        return tuple(dict.fromkeys(op.client for op in self.workload))
+
+    @property
+    def node_ids(self) -> tuple[str, ...]:
+        return ("nn",) + self.datanode_ids + self.client_ids
+
+    def fault(self, fault_id: str) -> Fault:
+        return next(f for f in self.faults if f.id == fault_id)
+
+    def hadoop_config(self) -> Config:
+        return self.cluster.hadoop_config()
+
+
+SCENARIO = Struct(Scenario, name="scenario")
