@@ -547,7 +547,8 @@ class CutAfterBytes(ToxicFault):
 
 
 class ResetPeer(ToxicFault):
-    """Resets connections on the links `timeout` seconds after data first crosses them.
+    """Resets connections on the links: the first bytes to cross one (in a stream the
+    toxic is on) are swallowed, and `timeout` seconds later the connection is reset.
 
     Toxiproxy sets SO_LINGER 0 only on connections opened while the toxic is present, so
     those get a TCP RST (ECONNRESET); connections already open at inject are closed
