@@ -1,0 +1,656 @@
+"""The DataNode: data transfer (BlockReceiver, PacketResponder, reads, transfers), the
+BPServiceActor (register, heartbeats, block reports, commands), and the DataNode side of
+block recovery (BlockRecoveryWorker, initReplicaRecovery, updateReplicaUnderRecovery).
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+import time
+import traceback
+
+from . import wire
+from .config import Config
+from .events import EventLog
+from .fsdataset import (FINALIZED, RBW, RWR, STATE_ORDER, TEMPORARY, FsDataset, ReplicaInfo)
+from .routing import Routes
+from .rpc import HdfsError, RpcClient, RpcServer, UnregisteredNodeException
+
+STAGE_CREATE = "PIPELINE_SETUP_CREATE"
+STAGE_APPEND = "PIPELINE_SETUP_APPEND"
+STAGE_STREAMING = "DATA_STREAMING"
+STAGE_CLOSE = "PIPELINE_CLOSE"
+STAGE_STREAMING_RECOVERY = "PIPELINE_SETUP_STREAMING_RECOVERY"
+STAGE_APPEND_RECOVERY = "PIPELINE_SETUP_APPEND_RECOVERY"
+STAGE_CLOSE_RECOVERY = "PIPELINE_CLOSE_RECOVERY"
+STAGE_TRANSFER_RBW = "TRANSFER_RBW"
+STAGE_TRANSFER_FINALIZED = "TRANSFER_FINALIZED"
+STAGES = (STAGE_CREATE, STAGE_APPEND, STAGE_STREAMING, STAGE_CLOSE, STAGE_STREAMING_RECOVERY,
+          STAGE_APPEND_RECOVERY, STAGE_CLOSE_RECOVERY, STAGE_TRANSFER_RBW,
+          STAGE_TRANSFER_FINALIZED)
+
+
+def read_timeout_extension(socket_timeout: float) -> float:
+    """Hadoop adds 5 s per downstream node to pipeline read timeouts, so that the node
+    nearest a failure times out first and names it; scaled down for short timeouts."""
+    return min(5.0, socket_timeout / 4)
+
+
+class DataNode:
+    def __init__(self, node_id: str, rpc_addr: str, xfer_addr: str, routes: Routes,
+                 conf: Config, storage: str, events: EventLog, rack: str = "/default-rack"):
+        self.id, self.rack, self.routes, self.conf = node_id, rack, routes, conf
+        self.events = events
+        self.emit = events.emit
+        self.data = FsDataset(storage, conf["dfs.bytes-per-checksum"], conf["dfs.checksum.type"],
+                              self.emit)
+        self.socket_timeout = conf["dfs.client.socket-timeout"]
+        self.connect_timeout = conf["ipc.client.connect.timeout"]
+        self._rpc_addr, self._xfer_addr = rpc_addr, xfer_addr
+        self._peers: dict[str, RpcClient] = {}
+        self._peers_lock = threading.Lock()
+        self._ibr: list[dict] = []
+        self._ibr_cond = threading.Condition()
+        self._stopped = threading.Event()
+        self._recoveries: dict[int, int] = {}   # block -> recovery id this DN is primary for
+        self.registered = False
+
+    # -- life cycle --------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.data.load()
+        self.emit("dn.start", replicas=len(self.data.replicas), rack=self.rack)
+        for r in self.data.replicas.values():
+            if r.state == RWR:
+                self.emit("dn.replica.state", block=r.block, gs=r.gs, len=r.num_bytes, state=RWR,
+                          reason="restart")
+        host, port = wire.parse_addr(self._rpc_addr)
+        self.rpc_server = RpcServer(host, port, self, self._log_internal)
+        self.rpc_server.serve_forever()
+        xhost, xport = wire.parse_addr(self._xfer_addr)
+        self.xfer_sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.xfer_sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.xfer_sock.bind((xhost, xport))
+        self.xfer_sock.listen(128)
+        threading.Thread(target=self._xfer_accept, daemon=True, name="xceiver-accept").start()
+        threading.Thread(target=self._bp_service_actor, daemon=True, name="bpservice").start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.emit("dn.stop")
+        self.rpc_server.close()
+        try:
+            self.xfer_sock.close()
+        except OSError:
+            pass
+
+    def _log_internal(self, message: str) -> None:
+        self.emit("dn.internal_error", reason=message[-2000:])
+
+    def nn(self) -> RpcClient:
+        return self.peer("nn")
+
+    def peer(self, node: str) -> RpcClient:
+        with self._peers_lock:
+            client = self._peers.get(node)
+            if client is None:
+                client = RpcClient(self.routes.addr(node, "rpc"), self.connect_timeout,
+                                   self.conf["ipc.client.rpc-timeout.ms"])
+                self._peers[node] = client
+            return client
+
+    # -- BPServiceActor: registration, heartbeats, reports, commands --------------------
+
+    def _bp_service_actor(self) -> None:
+        hb_interval = self.conf["dfs.heartbeat.interval"]
+        report_interval = self.conf["dfs.blockreport.intervalMsec"]
+        threading.Thread(target=self._ibr_sender, daemon=True, name="ibr").start()
+        last_hb = last_report = 0.0
+        while not self._stopped.is_set():
+            try:
+                if not self.registered:
+                    self.nn().call("registerDatanode", dn=self.id, rack=self.rack)
+                    self.registered = True
+                    self.emit("dn.register", nn="nn")
+                    last_report = 0.0
+                now = time.monotonic()
+                if now - last_report >= report_interval or last_report == 0.0:
+                    self._full_block_report()
+                    last_report = now
+                if now - last_hb >= hb_interval:
+                    last_hb = now
+                    reply = self.nn().call("sendHeartbeat", dn=self.id,
+                                           replicas=len(self.data.replicas))
+                    for cmd in reply.get("commands", []):
+                        self._process_command(cmd)
+                    if reply.get("report"):
+                        last_report = 0.0
+            except UnregisteredNodeException:
+                self.registered = False
+                continue
+            except (OSError, EOFError, HdfsError):
+                pass   # the NameNode is down or unreachable: try again next interval
+            self._stopped.wait(min(hb_interval, 0.5) if self.registered else 0.2)
+
+    def _full_block_report(self) -> None:
+        replicas = self.data.report()
+        self.nn().call("blockReport", dn=self.id, replicas=replicas)
+        self.emit("dn.block_report", count=len(replicas), full=True)
+
+    def notify_nn(self, replica: ReplicaInfo, kind: str) -> None:
+        """Queue an incremental block report (kind: receiving | received | deleted)."""
+        with self._ibr_cond:
+            self._ibr.append(dict(replica.describe(), kind=kind))
+            self._ibr_cond.notify()
+
+    def _ibr_sender(self) -> None:
+        while not self._stopped.is_set():
+            with self._ibr_cond:
+                while not self._ibr and not self._stopped.is_set():
+                    self._ibr_cond.wait(1.0)
+                batch, self._ibr = self._ibr, []
+            if not batch:
+                continue
+            try:
+                if not self.registered:
+                    raise OSError("not registered")
+                self.nn().call("blockReceivedAndDeleted", dn=self.id, reports=batch)
+                self.emit("dn.block_report", count=len(batch), full=False)
+            except (OSError, EOFError, HdfsError):
+                with self._ibr_cond:          # keep them for the next attempt
+                    self._ibr = batch + self._ibr
+                self._stopped.wait(0.5)
+
+    def _process_command(self, cmd: dict) -> None:
+        kind = cmd.get("type")
+        if kind == "recover":
+            threading.Thread(target=self.recover_block, args=(cmd,), daemon=True,
+                             name=f"recovery-{cmd['block']}").start()
+        elif kind == "transfer":
+            threading.Thread(target=self._transfer_for_replication, args=(cmd,), daemon=True,
+                             name=f"transfer-{cmd['block']}").start()
+        elif kind == "invalidate":
+            for item in cmd["blocks"]:
+                replica = self.data.get(item["block"])
+                if replica is not None and self.data.invalidate(item["block"], item["gs"]):
+                    self.emit("dn.replica.invalidate", block=item["block"], gs=item["gs"])
+                    self.notify_nn(replica, "deleted")
+
+    # -- RPC (inter-DataNode and tools) -------------------------------------------------
+
+    def rpc_initReplicaRecovery(self, block: int, gs: int, recovery_id: int) -> dict:
+        timeout = self.conf["dfs.datanode.xceiver.stop.timeout.millis"]
+        replica = self.data.get(block)
+        before = replica.describe() if replica else {"state": None, "len": 0, "gs": 0}
+        try:
+            info = self.data.init_replica_recovery(block, gs, recovery_id, timeout)
+        except HdfsError as e:
+            self.emit("dn.recovery.init_replica", block=block, recovery_id=recovery_id,
+                      state=before["state"], len=before["len"], gs=before["gs"],
+                      result="error", error=type(e).__name__, reason=str(e))
+            raise
+        self.emit("dn.recovery.init_replica", block=block, recovery_id=recovery_id,
+                  state=info["state"], len=info["len"], gs=info["gs"], result="ok")
+        return info
+
+    def rpc_updateReplicaUnderRecovery(self, block: int, recovery_id: int, new_len: int) -> dict:
+        info = self.data.update_replica_under_recovery(block, recovery_id, new_len)
+        self.emit("dn.recovery.update_replica", block=block, recovery_id=recovery_id,
+                  len=new_len, gs=info["gs"])
+        self.notify_nn(self.data.get(block), "received")
+        return info
+
+    def rpc_getReplicaVisibleLength(self, block: int) -> int:
+        replica = self.data.get(block)
+        if replica is None:
+            raise HdfsError(f"no replica of block {block}")
+        return replica.visible_length
+
+    def rpc_getReplicas(self, with_crc: bool = True) -> list[dict]:
+        out = []
+        with self.data.lock:
+            replicas = list(self.data.replicas.values())
+        for r in replicas:
+            item = r.describe()
+            if with_crc:
+                try:
+                    item["crc"] = self.data.replica_crc(r)
+                except OSError:
+                    item["crc"] = None
+            out.append(item)
+        return out
+
+    def rpc_ping(self) -> dict:
+        return {"id": self.id, "registered": self.registered}
+
+    # -- block recovery (BlockRecoveryWorker) ------------------------------------------
+
+    def _call_dn(self, dn: str, op: str, **args):
+        if dn == self.id:
+            return getattr(self, f"rpc_{op}")(**args)
+        return self.peer(dn).call(op, **args)
+
+    def recover_block(self, cmd: dict) -> None:
+        """The primary's part of block recovery (MINIHDFS.md section 3, steps 3 to 6)."""
+        block, gs, rid = cmd["block"], cmd["gs"], cmd["recovery_id"]
+        locations, new_len = cmd["locations"], cmd.get("new_len")
+        self.emit("dn.recovery.command", block=block, recovery_id=rid, pipeline=locations, gs=gs)
+        try:
+            answers = []
+            for dn in locations:
+                try:
+                    info = self._call_dn(dn, "initReplicaRecovery", block=block, gs=gs,
+                                         recovery_id=rid)
+                except (HdfsError, OSError, EOFError, KeyError) as e:
+                    self.emit("dn.recovery.error", block=block, recovery_id=rid, peer=dn,
+                              error=type(e).__name__, reason=str(e))
+                    if type(e).__name__ == "RecoveryInProgressException":
+                        raise
+                    continue
+                answers.append(dict(info, dn=dn))
+            if not answers:
+                raise OSError(f"no replica of block {block} answered initReplicaRecovery")
+            self._sync_block(block, rid, answers, new_len)
+        except Exception as e:
+            self.emit("dn.recovery.error", block=block, recovery_id=rid,
+                      error=type(e).__name__, reason=str(e))
+
+    def _sync_block(self, block: int, rid: int, answers: list[dict], new_len: int | None) -> None:
+        rule, length, participants = sync_length(
+            answers, new_len, broken_max=self.conf["test.recovery.length-rule"] == "MAX")
+        self.emit("dn.recovery.sync", block=block, recovery_id=rid, rule=rule, len=length,
+                  answers=[{k: a[k] for k in ("dn", "state", "len", "gs")} for a in answers],
+                  pipeline=participants, new_len=new_len)
+        if rule == "remove":
+            self.nn().call("commitBlockSynchronization", block=block, recovery_id=rid,
+                           new_gs=rid, new_len=0, close=True, delete=True, targets=[])
+            return
+        done = []
+        for dn in participants:
+            try:
+                self._call_dn(dn, "updateReplicaUnderRecovery", block=block, recovery_id=rid,
+                              new_len=length)
+                done.append(dn)
+            except (HdfsError, OSError, EOFError, KeyError) as e:
+                self.emit("dn.recovery.error", block=block, recovery_id=rid, peer=dn,
+                          error=type(e).__name__, reason=str(e))
+        if not done:
+            raise OSError(f"block {block}: updateReplicaUnderRecovery failed on every participant")
+        self.nn().call("commitBlockSynchronization", block=block, recovery_id=rid, new_gs=rid,
+                       new_len=length, close=True, delete=False, targets=done)
+
+    # -- data transfer (DataXceiver) ---------------------------------------------------
+
+    def _xfer_accept(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                conn, _ = self.xfer_sock.accept()
+            except OSError:
+                return
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            threading.Thread(target=self._xceiver, args=(conn,), daemon=True,
+                             name="xceiver").start()
+
+    def _xceiver(self, conn: socket.socket) -> None:
+        conn.settimeout(self.socket_timeout)
+        try:
+            header = wire.recv_message(conn)
+            op = header.get("op")
+            if op == "WRITE_BLOCK":
+                BlockReceiver(self, conn, header).run()
+            elif op == "READ_BLOCK":
+                self._read_block(conn, header)
+            elif op == "TRANSFER_BLOCK":
+                self._transfer_block(conn, header)
+            else:
+                wire.send_message(conn, {"status": "ERROR", "message": f"unknown op {op!r}"})
+        except (wire.MalformedFrame, KeyError, TypeError, ValueError) as e:
+            try:
+                wire.send_message(conn, {"status": "ERROR", "message": f"bad request: {e}"})
+            except OSError:
+                pass
+        except (OSError, EOFError):
+            pass
+        except Exception:
+            self._log_internal(traceback.format_exc())
+        finally:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def _read_block(self, conn: socket.socket, h: dict) -> None:
+        """READ_BLOCK: send chunks of [offset, offset+len) with their checksums."""
+        block, offset, length = int(h["block"]), int(h["offset"]), int(h["len"])
+        replica = self.data.get(block)
+        if replica is None or replica.state in (TEMPORARY,) or replica.gs < int(h.get("gs", 0)):
+            wire.send_message(conn, {"status": "ERROR", "message": f"no readable replica of {block}"})
+            return
+        visible = replica.visible_length
+        if offset < 0 or offset > visible:
+            wire.send_message(conn, {"status": "ERROR", "message": f"offset {offset} > {visible}"})
+            return
+        length = min(length, visible - offset)
+        wire.send_message(conn, {"status": "SUCCESS", "len": length, "bpc": self.data.bpc})
+        step = 64 * 1024
+        pos, seq = offset, 0
+        while pos < offset + length:
+            n = min(step, offset + length - pos)
+            data, sums, start = self.data.read_chunks(replica, pos, n)
+            conn.sendall(wire.Packet(seq, start, data, sums).encode())
+            pos, seq = start + len(data), seq + 1
+        conn.sendall(wire.Packet(seq, pos, b"", b"", wire.FLAG_LAST).encode())
+
+    def _transfer_block(self, conn: socket.socket, h: dict) -> None:
+        """TRANSFER_BLOCK from a client: copy our replica to `targets` (pipeline recovery)."""
+        block, targets, stage = int(h["block"]), list(h["targets"]), h["stage"]
+        replica = self.data.get(block)
+        if replica is None or replica.state not in (FINALIZED, RBW):
+            wire.send_message(conn, {"status": "ERROR", "message": f"no replica of {block} to transfer"})
+            return
+        if replica.gs < int(h["gs"]) or replica.visible_length < int(h.get("min_len", 0)):
+            wire.send_message(conn, {"status": "ERROR",
+                                     "message": f"replica gs {replica.gs} len {replica.visible_length}"})
+            return
+        try:
+            self.transfer(replica, targets, stage, h.get("client", ""))
+        except (OSError, EOFError, HdfsError, wire.MalformedFrame) as e:
+            wire.send_message(conn, {"status": "ERROR", "message": f"transfer failed: {e}"})
+            return
+        wire.send_message(conn, {"status": "SUCCESS", "len": replica.visible_length})
+
+    def _transfer_for_replication(self, cmd: dict) -> None:
+        replica = self.data.get(cmd["block"])
+        if replica is None or replica.state != FINALIZED or replica.gs != cmd["gs"]:
+            return
+        try:
+            self.transfer(replica, cmd["targets"], STAGE_TRANSFER_FINALIZED, "")
+        except (OSError, EOFError, HdfsError, wire.MalformedFrame) as e:
+            self.emit("dn.pipeline.error", block=replica.block, gs=replica.gs,
+                      peer=cmd["targets"][0], error=type(e).__name__, reason=str(e))
+
+    def transfer(self, replica: ReplicaInfo, targets: list[str], stage: str, client: str) -> None:
+        """DataTransfer: stream the replica's visible bytes to targets[0] (and on)."""
+        length, gs = replica.visible_length, replica.gs
+        sock = wire.connect(self.routes.addr(targets[0], "xfer"), self.connect_timeout)
+        ext = read_timeout_extension(self.socket_timeout)
+        sock.settimeout(self.socket_timeout + ext * len(targets))
+        with sock:
+            wire.send_message(sock, {"op": "WRITE_BLOCK", "block": replica.block, "gs": gs,
+                                     "stage": stage, "targets": targets[1:], "client": client,
+                                     "src": self.id, "min_bytes": 0, "max_bytes": length,
+                                     "bpc": self.data.bpc})
+            ack = wire.recv_message(sock)
+            if ack.get("status") != "SUCCESS":
+                raise OSError(f"transfer to {targets[0]}: {ack.get('message') or ack}")
+            step = 64 * 1024
+            pos, seq = 0, 0
+            while pos < length:
+                n = min(step, length - pos)
+                data, sums, start = self.data.read_chunks(replica, pos, n)
+                sock.sendall(wire.Packet(seq, start, data, sums).encode())
+                pos, seq = start + len(data), seq + 1
+            sock.sendall(wire.Packet(seq, pos, b"", b"", wire.FLAG_LAST).encode())
+            while True:
+                got, statuses = wire.recv_ack(sock)
+                if any(s != wire.SUCCESS for s in statuses):
+                    raise OSError(f"transfer to {targets[0]}: ack {statuses}")
+                if got == seq:
+                    break
+        self.emit("dn.transfer", block=replica.block, gs=gs, len=length, target=targets[0],
+                  stage=stage)
+
+
+def sync_length(answers: list[dict], new_len: int | None, broken_max: bool = False):
+    """syncBlock's length rule (MINIHDFS.md section 3 step 4): (rule, length, participants).
+
+    `broken_max` is the test-only bug of `test.recovery.length-rule: MAX`."""
+    if new_len is None and all(a["len"] == 0 for a in answers):
+        return "remove", 0, []
+    best = max((a for a in answers if a["state"] in STATE_ORDER),
+               key=lambda a: STATE_ORDER[a["state"]], default=None)
+    if best is None:
+        raise OSError(f"no replica in a recoverable state: {answers}")
+    state = best["state"]
+    pick = max if broken_max else min
+    if state == FINALIZED:
+        finalized = [a for a in answers if a["state"] == FINALIZED]
+        length = finalized[0]["len"]
+        if any(a["len"] != length for a in finalized):
+            raise OSError(f"inconsistent sizes of finalized replicas: {finalized}")
+        rule = "finalized"
+        participants = [a["dn"] for a in answers if a["state"] == FINALIZED
+                        or (a["state"] == RBW and a["len"] == length)]
+    else:
+        same = [a for a in answers if a["state"] == state]
+        length = pick(a["len"] for a in same)
+        rule = "min_rbw" if state == RBW else "min_rwr"
+        participants = [a["dn"] for a in same]
+    if new_len is not None:
+        rule, length = "truncate", new_len
+        participants = [a["dn"] for a in answers if a["len"] >= new_len
+                        and a["state"] in STATE_ORDER]
+    return rule, length, participants
+
+
+class BlockReceiver:
+    """Receives one block's packets from upstream, mirrors them downstream, verifies,
+    writes them, and (through its PacketResponder) acks them upstream."""
+
+    def __init__(self, dn: DataNode, conn: socket.socket, h: dict):
+        self.dn, self.conn, self.h = dn, conn, h
+        self.block, self.gs, self.stage = int(h["block"]), int(h["gs"]), h["stage"]
+        if self.stage not in STAGES:
+            raise ValueError(f"unknown stage {self.stage!r}")
+        self.targets = list(h.get("targets", []))
+        self.client = h.get("client", "")
+        self.src = h.get("src", "")
+        self.bpc = dn.data.bpc
+        if int(h.get("bpc", self.bpc)) != self.bpc:
+            raise ValueError(f"bytes per checksum {h.get('bpc')} != {self.bpc}")
+        self.mirror: socket.socket | None = None
+        self.mirror_error = False
+        self.replica: ReplicaInfo | None = None
+        self.acks: queue.Queue = queue.Queue()
+        self._stopped = threading.Event()
+        self._done = threading.Event()
+        self.responder: threading.Thread | None = None
+        self.fds: tuple[int, int] | None = None
+
+    # Called by recovery (stop the writer, seed 000 Q1) or invalidation.
+    def stop(self, timeout: float) -> None:
+        self._stopped.set()
+        for s in (self.conn, self.mirror):
+            if s is not None:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        self._done.wait(timeout)
+
+    def _setup_replica(self) -> ReplicaInfo:
+        data, h, stage = self.dn.data, self.h, self.stage
+        min_bytes, max_bytes = int(h.get("min_bytes", 0)), int(h.get("max_bytes", 0))
+        if stage == STAGE_CREATE:
+            return data.create_rbw(self.block, self.gs)
+        if stage == STAGE_APPEND:
+            return data.append(self.block, int(h["old_gs"]), self.gs, min_bytes)
+        if stage == STAGE_STREAMING_RECOVERY:
+            return data.recover_rbw(self.block, self.gs, min_bytes, max_bytes)
+        if stage == STAGE_APPEND_RECOVERY:
+            return data.recover_append(self.block, self.gs, min_bytes)
+        if stage == STAGE_CLOSE_RECOVERY:
+            return data.recover_close(self.block, self.gs, min_bytes)
+        if stage in (STAGE_TRANSFER_RBW, STAGE_TRANSFER_FINALIZED):
+            return data.create_temporary(self.block, self.gs)
+        raise ValueError(f"stage {stage} cannot open a replica")
+
+    def _connect_mirror(self) -> str:
+        """Connect downstream and forward the request; returns firstBadLink ('' if fine)."""
+        target = self.targets[0]
+        try:
+            self.mirror = wire.connect(self.dn.routes.addr(target, "xfer"), self.dn.connect_timeout)
+            ext = read_timeout_extension(self.dn.socket_timeout)
+            self.mirror.settimeout(self.dn.socket_timeout + ext * len(self.targets))
+            fwd = dict(self.h, targets=self.targets[1:], src=self.dn.id)
+            wire.send_message(self.mirror, fwd)
+            ack = wire.recv_message(self.mirror)
+        except (OSError, EOFError, KeyError, wire.MalformedFrame) as e:
+            self.dn.emit("dn.pipeline.error", block=self.block, gs=self.gs, peer=target,
+                         error=type(e).__name__, reason=f"connect to mirror: {e}")
+            return target
+        if ack.get("status") != "SUCCESS":
+            return ack.get("first_bad_link") or target
+        return ""
+
+    def run(self) -> None:
+        dn = self.dn
+        pipeline = [dn.id] + self.targets
+        try:
+            self.replica = self._setup_replica()
+        except (HdfsError, OSError) as e:
+            dn.emit("dn.pipeline.setup", block=self.block, gs=self.gs, stage=self.stage,
+                    pipeline=pipeline, upstream=self.src, status="ERROR",
+                    downstream=self.targets[0] if self.targets else None,
+                    error=type(e).__name__, reason=str(e))
+            wire.send_message(self.conn, {"status": "ERROR", "first_bad_link": dn.id,
+                                          "message": f"{type(e).__name__}: {e}"})
+            return
+        self.replica.writer = self
+        bad_link = self._connect_mirror() if self.targets else ""
+        status = "ERROR" if bad_link else "SUCCESS"
+        dn.emit("dn.pipeline.setup", block=self.block, gs=self.gs, stage=self.stage,
+                pipeline=pipeline, upstream=self.src,
+                downstream=self.targets[0] if self.targets else None, status=status,
+                first_bad_link=bad_link or None)
+        if bad_link:
+            self._close_mirror()
+            self.replica.writer = None
+            if self.replica.state == TEMPORARY:
+                dn.data.unfinalize_failed(self.replica)
+            wire.send_message(self.conn, {"status": "ERROR", "first_bad_link": bad_link,
+                                          "message": f"could not set up the pipeline to {bad_link}"})
+            return
+        wire.send_message(self.conn, {"status": "SUCCESS", "first_bad_link": ""})
+        if self.stage in (STAGE_CREATE, STAGE_APPEND, STAGE_STREAMING_RECOVERY,
+                          STAGE_APPEND_RECOVERY):
+            dn.notify_nn(self.replica, "receiving")
+        elif self.stage == STAGE_CLOSE_RECOVERY:
+            dn.notify_nn(self.replica, "received")
+        self.fds = dn.data.open_for_write(self.replica)
+        self.responder = threading.Thread(target=self._packet_responder, daemon=True,
+                                          name=f"responder-{self.block}")
+        self.responder.start()
+        try:
+            self._receive_packets()
+        except (OSError, EOFError, wire.MalformedFrame) as e:
+            if not self._stopped.is_set():
+                dn.emit("dn.pipeline.error", block=self.block, gs=self.gs, peer=self.src,
+                        error=type(e).__name__, reason=f"receive: {e}")
+        finally:
+            self.acks.put(None)
+            self.responder.join(self.dn.socket_timeout * 2)
+            self._close_mirror()
+            os_close(self.fds)
+            if self.replica.writer is self:
+                self.replica.writer = None
+            if self.replica.state == TEMPORARY:
+                dn.data.unfinalize_failed(self.replica)
+            self._done.set()
+
+    def _receive_packets(self) -> None:
+        data, replica, fn = self.dn.data, self.replica, self.dn.data.crc
+        while not self._stopped.is_set():
+            packet, raw = wire.recv_packet(self.conn, self.bpc)
+            if self.mirror is not None and not self.mirror_error:
+                try:
+                    self.mirror.sendall(raw)
+                except OSError as e:
+                    self._mirror_failed(e)
+            if packet.seqno != wire.HEARTBEAT_SEQNO and packet.data:
+                bad = wire.first_bad_chunk(packet.data, packet.sums, self.bpc, fn)
+                if bad >= 0:
+                    self.dn.emit("dn.checksum.error", block=self.block,
+                                 offset=packet.offset + bad * self.bpc, peer=self.src)
+                    self.acks.put((packet, wire.ERROR_CHECKSUM))
+                    raise OSError(f"checksum error in packet {packet.seqno}")
+                with data.lock:
+                    if self._stopped.is_set():
+                        return
+                    data.write_packet(replica, self.fds[0], self.fds[1], packet.offset,
+                                      packet.data, packet.sums)
+            self.acks.put((packet, wire.SUCCESS))
+            if packet.last:
+                return
+
+    def _mirror_failed(self, e: Exception) -> None:
+        if not self.mirror_error:
+            self.mirror_error = True
+            self.dn.emit("dn.pipeline.error", block=self.block, gs=self.gs, peer=self.targets[0],
+                         error=type(e).__name__, reason=f"mirror: {e}")
+            self._close_mirror()
+
+    def _close_mirror(self) -> None:
+        if self.mirror is not None:
+            try:
+                self.mirror.close()
+            except OSError:
+                pass
+
+    def _packet_responder(self) -> None:
+        """PacketResponder: for each packet, wait for the downstream ack, then ack upstream
+        with our status followed by the downstream ones ([SUCCESS, ERROR] when the mirror
+        failed, so the client learns which node to drop)."""
+        dn = self.dn
+        while True:
+            item = self.acks.get()
+            if item is None:
+                return
+            packet, my_status = item
+            downstream: list[int] = []
+            if self.targets and my_status == wire.SUCCESS:
+                if not self.mirror_error:
+                    try:
+                        seqno, downstream = wire.recv_ack(self.mirror)
+                        if seqno != packet.seqno:
+                            raise OSError(f"ack for seqno {seqno}, expected {packet.seqno}")
+                    except (OSError, EOFError, wire.MalformedFrame) as e:
+                        if self._stopped.is_set():
+                            return
+                        self._mirror_failed(e)
+                if self.mirror_error:
+                    downstream = [wire.ERROR]
+            if my_status == wire.SUCCESS and packet.seqno != wire.HEARTBEAT_SEQNO:
+                if packet.last and not any(s != wire.SUCCESS for s in downstream):
+                    self._finish_block()
+                elif packet.data:
+                    self.replica.bytes_acked = max(self.replica.bytes_acked,
+                                                   min(packet.end, self.replica.num_bytes))
+            try:
+                self.conn.sendall(wire.encode_ack(packet.seqno, [my_status] + downstream))
+            except OSError:
+                return
+            if packet.last or my_status != wire.SUCCESS:
+                return
+
+    def _finish_block(self) -> None:
+        dn, replica = self.dn, self.replica
+        if self.stage == STAGE_TRANSFER_RBW:
+            dn.data.convert_temporary_to_rbw(replica)
+            dn.notify_nn(replica, "receiving")
+            return
+        if replica.state != FINALIZED:
+            dn.data.finalize(replica)
+        dn.notify_nn(replica, "received")
+
+
+def os_close(fds) -> None:
+    import os
+    if fds:
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass

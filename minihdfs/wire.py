@@ -1,0 +1,206 @@
+"""The wire format of the mini-HDFS, kept in this one module so it can be replaced later.
+
+Two kinds of frames travel over TCP, both length-prefixed (4 bytes, big endian):
+- message frames: a UTF-8 JSON object (RPC requests and replies, data-transfer op
+  headers, connect-acks);
+- packet frames (the data streaming protocol of DataTransferProtocol): a fixed binary
+  header (seqno, offset in block, flags, data length), one checksum per chunk, then the
+  data; and pipeline acks (seqno and one status per DataNode, binary).
+
+A malformed frame raises `MalformedFrame`; servers answer it with an error or close the
+connection and go on serving.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import zlib
+
+MAX_MESSAGE = 16 * 1024 * 1024
+MAX_PACKET = 64 * 1024 * 1024
+
+_LEN = struct.Struct(">I")
+_PACKET_HEADER = struct.Struct(">qqBI")   # seqno, offset in block, flags, data length
+_ACK_HEADER = struct.Struct(">qB")        # seqno, number of statuses
+
+FLAG_LAST = 1
+FLAG_SYNC = 2
+HEARTBEAT_SEQNO = -1
+
+# Pipeline ack statuses (Hadoop's DataTransferProtos.Status, the ones we use)
+SUCCESS = 0
+ERROR = 1
+ERROR_CHECKSUM = 2
+OOB_RESTART = 8
+STATUS_NAMES = {SUCCESS: "SUCCESS", ERROR: "ERROR", ERROR_CHECKSUM: "ERROR_CHECKSUM",
+                OOB_RESTART: "OOB_RESTART"}
+
+# Checksum types, as in the meta file header
+CHECKSUM_CRC32 = 1
+CHECKSUM_CRC32C = 2
+
+
+class MalformedFrame(Exception):
+    """The peer sent bytes that are not a frame of this protocol."""
+
+
+class ConnectionClosed(EOFError):
+    """The peer closed the connection (cleanly, at a frame boundary, or in the middle)."""
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        r = sock.recv_into(view[got:], n - got)
+        if r == 0:
+            raise ConnectionClosed(f"connection closed after {got} of {n} bytes")
+        got += r
+    return bytes(buf)
+
+
+def send_message(sock: socket.socket, obj: dict) -> None:
+    body = json.dumps(obj, separators=(",", ":")).encode()
+    sock.sendall(_LEN.pack(len(body)) + body)
+
+
+def recv_message(sock: socket.socket) -> dict:
+    (n,) = _LEN.unpack(recv_exact(sock, 4))
+    if n > MAX_MESSAGE:
+        raise MalformedFrame(f"message frame of {n} bytes exceeds {MAX_MESSAGE}")
+    body = recv_exact(sock, n)
+    try:
+        obj = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise MalformedFrame(f"message frame is not JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise MalformedFrame("message frame is not a JSON object")
+    return obj
+
+
+# -- checksums -------------------------------------------------------------------------
+
+def _crc32c_table() -> list[int]:
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data: bytes) -> int:
+    """CRC32C (Castagnoli) in pure Python: correct but slow; CRC32 is the fast default."""
+    c = 0xFFFFFFFF
+    t = _CRC32C
+    for b in data:
+        c = t[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def checksum_fn(kind: str):
+    return zlib.crc32 if kind == "CRC32" else crc32c
+
+
+def chunk_checksums(data: bytes | memoryview, bpc: int, fn=zlib.crc32) -> bytes:
+    """One 4-byte big-endian checksum per `bpc`-byte chunk of `data`."""
+    view = memoryview(data)
+    n = len(view)
+    return b"".join(fn(view[i:i + bpc]).to_bytes(4, "big") for i in range(0, n, bpc))
+
+
+def first_bad_chunk(data: bytes | memoryview, sums: bytes, bpc: int, fn=zlib.crc32) -> int:
+    """Index of the first chunk whose checksum does not match, or -1."""
+    if sums == chunk_checksums(data, bpc, fn):
+        return -1
+    view = memoryview(data)
+    for k, i in enumerate(range(0, len(view), bpc)):
+        if fn(view[i:i + bpc]).to_bytes(4, "big") != sums[4 * k:4 * k + 4]:
+            return k
+    return -1
+
+
+# -- packets ---------------------------------------------------------------------------
+
+class Packet:
+    """One packet of the streaming protocol: a run of chunks of one block, with their checksums."""
+
+    __slots__ = ("seqno", "offset", "flags", "data", "sums")
+
+    def __init__(self, seqno: int, offset: int, data: bytes, sums: bytes, flags: int = 0):
+        self.seqno, self.offset, self.data, self.sums, self.flags = seqno, offset, data, sums, flags
+
+    @property
+    def last(self) -> bool:
+        return bool(self.flags & FLAG_LAST)
+
+    @property
+    def sync(self) -> bool:
+        return bool(self.flags & FLAG_SYNC)
+
+    @property
+    def end(self) -> int:
+        return self.offset + len(self.data)
+
+    def encode(self) -> bytes:
+        header = _PACKET_HEADER.pack(self.seqno, self.offset, self.flags, len(self.data))
+        return _LEN.pack(len(header) + len(self.sums) + len(self.data)) + header + self.sums + self.data
+
+    def __repr__(self) -> str:
+        return f"Packet(seqno={self.seqno}, offset={self.offset}, len={len(self.data)}, flags={self.flags})"
+
+
+def recv_packet(sock: socket.socket, bpc: int) -> tuple[Packet, bytes]:
+    """Read one packet; returns it and its raw frame (for forwarding to the mirror as is)."""
+    raw_len = recv_exact(sock, 4)
+    (n,) = _LEN.unpack(raw_len)
+    if n < _PACKET_HEADER.size or n > MAX_PACKET:
+        raise MalformedFrame(f"packet frame of {n} bytes")
+    body = recv_exact(sock, n)
+    seqno, offset, flags, dlen = _PACKET_HEADER.unpack_from(body)
+    nsums = 4 * ((dlen + bpc - 1) // bpc)
+    if _PACKET_HEADER.size + nsums + dlen != n or offset < 0 or flags & ~3:
+        raise MalformedFrame(f"inconsistent packet header (len {n}, data {dlen}, offset {offset})")
+    h = _PACKET_HEADER.size
+    return Packet(seqno, offset, body[h + nsums:], body[h:h + nsums], flags), raw_len + body
+
+
+# -- pipeline acks ---------------------------------------------------------------------
+
+def encode_ack(seqno: int, statuses: list[int]) -> bytes:
+    body = _ACK_HEADER.pack(seqno, len(statuses)) + bytes(statuses)
+    return _LEN.pack(len(body)) + body
+
+
+def recv_ack(sock: socket.socket) -> tuple[int, list[int]]:
+    (n,) = _LEN.unpack(recv_exact(sock, 4))
+    if n < _ACK_HEADER.size or n > 1024:
+        raise MalformedFrame(f"ack frame of {n} bytes")
+    body = recv_exact(sock, n)
+    seqno, count = _ACK_HEADER.unpack_from(body)
+    if _ACK_HEADER.size + count != n:
+        raise MalformedFrame("inconsistent ack frame")
+    return seqno, list(body[_ACK_HEADER.size:])
+
+
+# -- addresses -------------------------------------------------------------------------
+
+def parse_addr(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"address {text!r}: expected HOST:PORT")
+    return host, int(port)
+
+
+def connect(addr: str, timeout: float) -> socket.socket:
+    host, port = parse_addr(addr)
+    sock = socket.create_connection((host, port), timeout=timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
