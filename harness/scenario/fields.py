@@ -188,7 +188,12 @@ class Str(ValueType):
         if value is INVALID:
             return value
         if not isinstance(value, str) or not value.strip():
-            ctx.error(node, path, f"expected {self.hint or self.expected}, got {value!r}")
+            quote = ""
+            if not isinstance(value, str) and value is not None and not node.style:
+                # YAML 1.1 reads plain no/off/yes/on as booleans, 1e3 as a number...
+                quote = f" (YAML reads {node.value} as {value!r}; write '{node.value}' in quotes)"
+                value = node.value
+            ctx.error(node, path, f"expected {self.hint or self.expected}, got {value!r}{quote}")
             return INVALID
         if self.pattern and not re.match(self.pattern, value):
             ctx.error(node, path, f"expected {self.hint}, got {value!r}")
@@ -522,7 +527,8 @@ class Struct(ValueType):
         for name, f in fields.items():
             if f.metadata["required"] and name not in given:
                 hint = f.metadata["required"]
-                hint = f" ({hint})" if isinstance(hint, str) else ""
+                hint = hint if isinstance(hint, str) else f.metadata["doc"]
+                hint = f" ({hint})" if hint else ""
                 ctx.error(node, child(path, name), f"missing required key {name!r}{hint}")
         check = getattr(self.cls, "check", None)
         if check is not None:

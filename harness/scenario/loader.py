@@ -221,13 +221,13 @@ def _check_reference(ctx: Context, plan: _Plan, ref: Reference) -> None:
         if role is None:
             if _DATANODE_ID.match(ref.value):
                 if plan.datanodes is not None:  # else the count is itself wrong, and said so
-                    ctx.error(ref.mark, ref.path, f"unknown node {ref.value!r}: the cluster has "
+                    ctx.error(ref.mark, ref.path, f"unknown node {ref.value!r}; the cluster has "
                                                   f"{plan.datanodes} DataNodes "
                                                   f"({plan.describe_nodes()})")
                 return
             hint = did_you_mean(ref.value, plan.known_nodes())
-            ctx.error(ref.mark, ref.path, f"unknown node {ref.value!r}{hint} "
-                                          f"(this scenario has {plan.describe_nodes()})")
+            ctx.error(ref.mark, ref.path, f"unknown node {ref.value!r}{hint}; "
+                                          f"this scenario has {plan.describe_nodes()}")
         elif role not in ref.roles:
             ctx.error(ref.mark, ref.path, f"{ref.needs}, but {ref.value!r} is "
                                           f"{_ROLE_PHRASE[role]}")
