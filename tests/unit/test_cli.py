@@ -1,0 +1,261 @@
+"""The hdfs-chaos command line: exit codes, one-line errors, commands wired to their
+modules (the modules that start clusters are replaced by fakes here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from harness import cli
+from harness.scenario.schema import schema_text
+
+CORPUS = Path(__file__).resolve().parent.parent / "scenario_corpus"
+EXAMPLE = CORPUS / "valid" / "architecture-example.yaml"
+BROKEN = CORPUS / "unknown-fault-kind.yaml"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def fake_module(monkeypatch, name, **functions):
+    module = types.ModuleType(name)
+    for key, value in functions.items():
+        setattr(module, key, value)
+    monkeypatch.setitem(sys.modules, name, module)
+    return module
+
+
+class FaultError(RuntimeError):
+    """Stands for an error type of the project (its module name is set below)."""
+
+
+FaultError.__module__ = "faults.base"
+
+
+# -- validate ---------------------------------------------------------------------------------
+
+def test_validate_a_valid_file_exits_0(capsys):
+    code, out, err = run(capsys, "validate", str(EXAMPLE))
+    assert code == 0
+    assert out == f"{EXAMPLE}: ok (client-crash-after-hflush)\n"
+    assert err == ""
+
+
+def test_validate_an_invalid_file_exits_2_with_one_error_per_line(capsys):
+    code, out, err = run(capsys, "validate", str(BROKEN))
+    assert code == 2
+    assert err.splitlines() == [
+        f"{BROKEN}:14:11: faults[1].kind: unknown fault kind 'partitoin' (did you mean 'partition'?)",
+        f"{BROKEN}:18:11: faults[2].kind: unknown fault kind 'halt' (did you mean 'heal'?)"]
+
+
+def test_validate_several_files_and_folders(capsys, tmp_path):
+    code, out, err = run(capsys, "validate", str(CORPUS / "valid"), str(BROKEN))
+    assert code == 2
+    assert len(out.splitlines()) == len(list((CORPUS / "valid").glob("*.yaml")))
+    assert all(line.startswith(str(BROKEN)) for line in err.splitlines())
+
+
+def test_validate_a_missing_file_or_empty_folder(capsys, tmp_path):
+    code, _, err = run(capsys, "validate", str(tmp_path / "nope.yaml"))
+    assert (code, err) == (2, f"{tmp_path / 'nope.yaml'}: cannot read: No such file or directory\n")
+    code, _, err = run(capsys, "validate", str(tmp_path))
+    assert (code, err) == (2, f"hdfs-chaos: error: {tmp_path}: no .yaml scenario files in "
+                              "this folder\n")
+
+
+def test_validate_refuses_two_scenarios_with_one_name(capsys, tmp_path):
+    copy = tmp_path / "copy.yaml"
+    copy.write_text(EXAMPLE.read_text())
+    code, _, err = run(capsys, "validate", str(EXAMPLE), str(copy))
+    assert code == 2
+    assert err == (f"{copy}:1:1: name: scenario name 'client-crash-after-hflush' is already "
+                   f"used by {EXAMPLE}\n")
+
+
+def test_bad_flags_exit_2_with_a_usage_line(capsys):
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["run", "--backend", "vm", str(EXAMPLE)])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'vm'" in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as caught:
+        cli.main([])
+    assert caught.value.code == 2
+
+
+def test_the_console_script_never_shows_a_traceback_for_user_errors(tmp_path):
+    for argv, code in ([["validate", str(BROKEN)], 2], [["--nope"], 2],
+                       [["validate", str(tmp_path / "x.yaml")], 2], [["validate", str(EXAMPLE)], 0]):
+        done = subprocess.run([sys.executable, "-m", "harness.cli", *argv], cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == code, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+# -- list and schema -------------------------------------------------------------------------------
+
+def test_list_shows_name_and_first_description_line(capsys, tmp_path):
+    (tmp_path / "b.yaml").write_text((CORPUS / "valid" / "every-feature.yaml").read_text())
+    (tmp_path / "a.yaml").write_text(EXAMPLE.read_text())
+    (tmp_path / "broken.yml").write_text(BROKEN.read_text())
+    code, out, _ = run(capsys, "list", "--dir", str(tmp_path))
+    assert code == 0
+    assert out.splitlines() == [
+        "client-crash-after-hflush  free text",
+        "every-feature              Uses every part of the scenario format once.",
+        f"broken                     (invalid: 2 problems; hdfs-chaos validate {tmp_path / 'broken.yml'})",
+    ]
+
+
+def test_list_of_an_empty_library(capsys, tmp_path):
+    code, out, err = run(capsys, "list", "--dir", str(tmp_path / "scenarios"))
+    assert (code, out) == (0, "")
+    assert "no scenarios" in err
+
+
+def test_schema_prints_writes_and_checks(capsys, tmp_path):
+    code, out, _ = run(capsys, "schema")
+    assert code == 0 and out == schema_text()
+    assert json.loads(out)["title"] == "hdfs-chaos scenario"
+    target = tmp_path / "s.json"
+    code, _, _ = run(capsys, "schema", "--write", str(target))
+    assert code == 0 and target.read_text() == schema_text()
+    code, _, _ = run(capsys, "schema", "--check")
+    assert code == 0
+
+
+# -- run, verify, report: wired to the runner and the reconciler ------------------------------------
+
+def test_run_validates_first_and_exits_2_without_running(capsys, monkeypatch):
+    calls = []
+    fake_module(monkeypatch, "harness.runner", run_scenarios=lambda *a: calls.append(a))
+    code, _, err = run(capsys, "run", str(BROKEN))
+    assert code == 2 and calls == []
+    assert "unknown fault kind 'partitoin'" in err
+
+
+@pytest.mark.parametrize("verdicts, code", [
+    ([{"passed": True}, {"passed": True}], 0),
+    ([{"passed": True}, {"passed": False}], 1),
+    ([types.SimpleNamespace(passed=False)], 1),
+    (True, 0), (False, 1), (2, 2),
+])
+def test_run_exit_code_follows_the_verdicts(capsys, monkeypatch, verdicts, code):
+    calls = []
+
+    def run_scenarios(files, backend, results_dir, seed, keep, progress):
+        calls.append((files, backend, results_dir, seed, keep))
+        progress("running")
+        return verdicts
+
+    fake_module(monkeypatch, "harness.runner", run_scenarios=run_scenarios)
+    got, _, err = run(capsys, "run", str(EXAMPLE), "--backend", "docker", "--results", "out",
+                      "--seed", "3", "--keep")
+    assert got == code
+    assert calls == [([str(EXAMPLE)], "docker", "out", 3, True)]
+    assert "running" in err
+
+
+def test_run_passes_defaults_and_quiet_means_no_progress(capsys, monkeypatch):
+    calls = []
+    fake_module(monkeypatch, "harness.runner",
+                run_scenarios=lambda *args: calls.append(args) or [{"passed": True}])
+    assert run(capsys, "run", "--quiet", str(EXAMPLE))[0] == 0
+    assert calls == [([str(EXAMPLE)], "local", "results", None, False, None)]
+
+
+def test_a_missing_runner_is_one_clean_line(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "harness.runner", None)   # import fails
+    code, _, err = run(capsys, "run", str(EXAMPLE))
+    assert code == 2
+    assert err == ("hdfs-chaos: error: 'run' is not available: module harness.runner is "
+                   "missing from this installation\n")
+
+
+def test_project_errors_are_one_line_and_bugs_are_not_hidden(capsys, monkeypatch):
+    def fails(*args):
+        raise FaultError("docker engine not reachable:\n  start it with: systemctl start docker")
+
+    fake_module(monkeypatch, "harness.runner", run_scenarios=fails)
+    code, _, err = run(capsys, "run", str(EXAMPLE))
+    assert code == 2
+    assert err == ("hdfs-chaos: error: docker engine not reachable: start it with: "
+                   "systemctl start docker\n")
+
+    def bug(*args):
+        raise ZeroDivisionError("a bug")
+
+    fake_module(monkeypatch, "harness.runner", run_scenarios=bug)
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["run", str(EXAMPLE)])
+
+
+def test_interrupt_exits_130(capsys, monkeypatch):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    fake_module(monkeypatch, "harness.runner", run_scenarios=interrupted)
+    code, _, err = run(capsys, "run", str(EXAMPLE))
+    assert (code, err) == (130, "hdfs-chaos: interrupted\n")
+
+
+def test_verify_and_report_call_the_reconciler(capsys, monkeypatch, tmp_path):
+    runs = [tmp_path / "r1", tmp_path / "r2"]
+    for folder in runs:
+        folder.mkdir()
+    calls = []
+    fake_module(monkeypatch, "harness.reconcile.api",
+                verify_runs=lambda dirs, master: calls.append(("verify", dirs, master))
+                or [{"passed": True}, {"passed": False}],
+                build_suite_report=lambda dirs, out: calls.append(("report", dirs, out))
+                or str(Path(out) / "index.html"))
+    code, _, _ = run(capsys, "verify", *map(str, runs), "--spark-master", "spark://m:7077")
+    assert code == 1
+    code, out, _ = run(capsys, "report", *map(str, runs))
+    assert code == 0 and out == f"{tmp_path / 'index.html'}\n"
+    assert calls == [("verify", [str(r) for r in runs], "spark://m:7077"),
+                     ("report", [str(r) for r in runs], str(tmp_path))]
+
+
+def test_verify_of_a_folder_that_does_not_exist(capsys, tmp_path):
+    code, _, err = run(capsys, "verify", str(tmp_path / "gone"))
+    assert code == 2 and err == f"hdfs-chaos: error: not a run folder: {tmp_path / 'gone'}\n"
+
+
+def test_image_and_cleanup_call_their_modules(capsys, monkeypatch):
+    calls = []
+    fake_module(monkeypatch, "harness.images",
+                build_image=lambda progress: calls.append("build") or "hdfs-chaos/minihdfs:1",
+                build_toxiproxy_image=lambda binary, progress: calls.append(("tp", binary))
+                or "hdfs-chaos/toxiproxy:2",
+                list_images=lambda: [{"kind": "cluster", "tags": ["hdfs-chaos/minihdfs:1"],
+                                      "size_mb": 163.5, "current": True}],
+                remove_images=lambda all, progress: calls.append(("rm", all)) or [])
+    fake_module(monkeypatch, "harness.backends",
+                cleanup_all=lambda: calls.append("cleanup") or "removed 2 containers")
+    code, out, _ = run(capsys, "image", "build")
+    assert code == 0 and out.split() == ["hdfs-chaos/minihdfs:1", "hdfs-chaos/toxiproxy:2"]
+    code, out, _ = run(capsys, "image", "ls")
+    assert code == 0 and "hdfs-chaos/minihdfs:1" in out and "current" in out
+    assert run(capsys, "image", "rm", "--all")[0] == 0
+    code, out, _ = run(capsys, "cleanup")
+    assert (code, out) == (0, "removed 2 containers\n")
+    assert calls == ["build", ("tp", None), ("rm", True), "cleanup"]
+
+
+def test_a_function_missing_from_an_existing_module(capsys, monkeypatch):
+    fake_module(monkeypatch, "harness.backends")
+    code, _, err = run(capsys, "cleanup")
+    assert code == 2
+    assert err == ("hdfs-chaos: error: 'cleanup' is not available: "
+                   "harness.backends.cleanup_all does not exist yet\n")
