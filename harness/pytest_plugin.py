@@ -1,0 +1,180 @@
+"""pytest plugin: every scenario YAML file is a test (`pytest scenarios/`).
+
+Files ending in .yaml or .yml under a folder named `scenarios` are collected as one
+`ScenarioItem` each, marked `scenario` (and `docker` with `--backend docker`). Running
+an item runs the scenario through `harness.runner.run_scenario`; the test fails when the
+verdict did not pass, and the failure is told in the scenario's terms: which checks
+failed with their evidence rows, which expectations were not met, where the run's
+results are. An invalid scenario fails with its validation messages.
+
+Options: `--backend local|docker` (default local), `--results DIR` (default results).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.scenario import Scenario, ScenarioError
+from harness.scenario.loader import check_scenario_file
+
+EVIDENCE_ROWS = 10
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hdfs-chaos", "hdfs-chaos scenarios")
+    group.addoption("--backend", choices=("local", "docker"), default="local",
+                    help="where scenario clusters run: local processes or docker containers")
+    group.addoption("--results", default="results", metavar="DIR",
+                    help="folder for the run folders of scenarios (default: results)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "scenario: a scenario of the library run end to end")
+    config.addinivalue_line("markers", "docker: needs a Docker engine")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    if file_path.suffix in (".yaml", ".yml") and _in_scenarios_folder(file_path, parent):
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+def _in_scenarios_folder(path: Path, parent: pytest.Collector) -> bool:
+    """Under a folder named `scenarios`, looking only below the rootdir (so that a
+    checkout that itself lives under some `scenarios/` does not turn every YAML into a
+    test)."""
+    try:
+        folders = path.relative_to(parent.config.rootpath).parts[:-1]
+    except ValueError:
+        folders = path.parts[-2:-1]
+    return "scenarios" in folders
+
+
+class ScenarioFile(pytest.File):
+    """One scenario file; it holds a single item named after the scenario."""
+
+    def collect(self):
+        scenario, issues = check_scenario_file(self.path)
+        # Name the file as the user ran pytest, so that messages are short and clickable.
+        shown = os.path.relpath(self.path, self.config.invocation_params.dir)
+        issues = [dataclasses.replace(issue, file=shown) for issue in issues]
+        name = scenario.name if scenario is not None else self.path.stem
+        item = ScenarioItem.from_parent(self, name=name, scenario=scenario, issues=issues)
+        item.add_marker(pytest.mark.scenario)
+        if self.config.getoption("backend", "local") == "docker":
+            item.add_marker(pytest.mark.docker)
+        yield item
+
+
+class ScenarioInvalid(Exception):
+    """The scenario file does not validate."""
+
+    def __init__(self, issues):
+        self.issues = issues
+        super().__init__("\n".join(str(i) for i in issues))
+
+
+class ScenarioFailed(Exception):
+    """The run's verdict did not pass."""
+
+    def __init__(self, scenario: Scenario, verdict: Any):
+        self.scenario = scenario
+        self.verdict = verdict
+        super().__init__(f"scenario {scenario.name} failed")
+
+
+class RunnerMissing(Exception):
+    """harness.runner cannot be imported."""
+
+
+class ScenarioItem(pytest.Item):
+    """Runs one scenario and passes when its verdict passes."""
+
+    def __init__(self, *, scenario: Scenario | None, issues, **kwargs):
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.issues = issues
+        self.verdict: Any = None
+
+    def runtest(self) -> None:
+        if self.scenario is None:
+            raise ScenarioInvalid(self.issues)
+        try:
+            from harness.runner import run_scenario
+        except ImportError as e:
+            raise RunnerMissing(f"cannot run scenarios: harness.runner is not available "
+                                f"({e})") from None
+        results = self.config.getoption("results", "results")
+        self.verdict = run_scenario(self.scenario, backend=self.config.getoption("backend"),
+                                    results_dir=results)
+        if not _get(self.verdict, "passed", False):
+            raise ScenarioFailed(self.scenario, self.verdict)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, ScenarioInvalid):
+            shown = os.path.relpath(self.path, self.config.invocation_params.dir)
+            return "\n".join([f"scenario file {shown} is invalid:"]
+                             + [f"  {issue}" for issue in excinfo.value.issues])
+        if isinstance(excinfo.value, ScenarioError):
+            return "\n".join(f"  {issue}" for issue in excinfo.value.issues)
+        if isinstance(excinfo.value, ScenarioFailed):
+            return describe_failure(excinfo.value.scenario, excinfo.value.verdict)
+        if isinstance(excinfo.value, RunnerMissing):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, f"scenario: {self.name}"
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    """A field of a verdict, whether it is a dict (verdict.json) or an object."""
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def describe_failure(scenario: Scenario, verdict: Any) -> str:
+    """The failure of a run in the scenario's terms: failed checks with their evidence,
+    unmet expectations, and where the results are."""
+    run_id = _get(verdict, "run_id")
+    lines = [f"scenario {scenario.name} failed" + (f" (run {run_id})" if run_id else "")]
+    where = _get(verdict, "run_dir") or _get(verdict, "results_dir")
+    if where:
+        lines.append(f"  results: {where}")
+    for check in _get(verdict, "checks", None) or []:
+        status = _get(check, "status")
+        if status not in ("fail", "error"):
+            continue
+        must_fail = _get(check, "id") in scenario.expect.must_fail
+        lines.append(f"  check {_get(check, 'id')}: {status.upper()}"
+                     + (" (expected to fail)" if must_fail else ""))
+        message = _get(check, "message") or _get(check, "reason")
+        if message:
+            lines.append(f"    {message}")
+        evidence = list(_get(check, "evidence", None) or [])
+        for row in evidence[:EVIDENCE_ROWS]:
+            lines.append(f"    {_row(row)}")
+        if len(evidence) > EVIDENCE_ROWS:
+            lines.append(f"    ... and {len(evidence) - EVIDENCE_ROWS} more rows")
+    for expectation in _get(verdict, "expect", None) or []:
+        if _get(expectation, "status") not in ("pass", "skip"):
+            detail = _get(expectation, "detail") or _get(expectation, "actual")
+            lines.append(f"  expect {_get(expectation, 'what')}: "
+                         f"{str(_get(expectation, 'status')).upper()}"
+                         + (f" ({detail})" if detail is not None else ""))
+    if len(lines) == 1 + bool(where):
+        lines.append("  the verdict did not pass, but names no failed check or expectation")
+    return "\n".join(lines)
+
+
+def _row(row: Any) -> str:
+    if isinstance(row, dict):
+        return json.dumps(row, default=str, sort_keys=False)
+    return str(row)

@@ -1,0 +1,144 @@
+"""The pytest plugin (harness.pytest_plugin), run inside pytester with a fake runner."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+CORPUS = Path(__file__).resolve().parent.parent / "scenario_corpus"
+EXAMPLE = (CORPUS / "valid" / "architecture-example.yaml").read_text()
+MINIMAL = "name: {name}\nworkload: [{{id: w1, client: c1, op: read, path: /f}}]\n"
+
+
+def _plugin_args() -> list[str]:
+    """Load the plugin explicitly unless its entry point (pip install -e .) does."""
+    installed = any(ep.name == "hdfs_chaos"
+                    for ep in importlib.metadata.entry_points(group="pytest11"))
+    return [] if installed else ["-p", "harness.pytest_plugin"]
+
+
+@pytest.fixture
+def runner(monkeypatch):
+    """A fake harness.runner: verdicts by scenario name, every call recorded."""
+    module = types.ModuleType("harness.runner")
+    module.calls = []
+    module.verdicts = {}
+
+    def run_scenario(scenario, backend, results_dir):
+        module.calls.append((scenario.name, backend, results_dir))
+        return module.verdicts.get(scenario.name, {"passed": True, "checks": []})
+
+    module.run_scenario = run_scenario
+    monkeypatch.setitem(sys.modules, "harness.runner", module)
+    return module
+
+
+@pytest.fixture
+def library(pytester):
+    folder = pytester.mkdir("scenarios")
+    (folder / "crash.yaml").write_text(EXAMPLE)
+    (folder / "fine.yml").write_text(MINIMAL.format(name="fine"))
+    (folder / "typo.yaml").write_text(
+        (CORPUS / "unknown-fault-kind.yaml").read_text())
+    other = pytester.mkdir("elsewhere")
+    (other / "not-a-scenario.yaml").write_text("just: data\n")
+    return folder
+
+
+FAILED_VERDICT = {
+    "scenario": "client-crash-after-hflush", "run_id": "20240101-000000-crash",
+    "passed": False,
+    "run_dir": "results/20240101-000000-crash",
+    "checks": [
+        {"id": "P1", "status": "pass", "evidence": []},
+        {"id": "L1", "status": "fail",
+         "evidence": [{"path": "/data/f1", "holder": "c1", "from": 1.0, "to": 3.5},
+                      {"path": "/data/f1", "holder": "c2", "from": 2.0, "to": 4.0}]},
+        {"id": "D1", "status": "fail", "evidence": [{"row": i} for i in range(12)]},
+    ],
+    "expect": [{"what": "/data/f1 closed", "status": "fail"},
+               {"what": "/data/f1 lease_recovered", "status": "pass"}],
+}
+
+
+def test_scenarios_are_collected_as_marked_items(pytester, library, runner):
+    result = pytester.runpytest(*_plugin_args(), "--collect-only", "-q", "-m", "scenario")
+    result.stdout.fnmatch_lines(["scenarios/crash.yaml::client-crash-after-hflush",
+                                 "scenarios/fine.yml::fine",
+                                 "scenarios/typo.yaml::typo"])
+    assert "not-a-scenario" not in result.stdout.str()
+    assert runner.calls == []   # collecting runs nothing
+
+
+def test_docker_backend_adds_the_docker_marker(pytester, library, runner):
+    result = pytester.runpytest(*_plugin_args(), "--collect-only", "-q", "-m", "docker")
+    assert "fine" not in result.stdout.str()
+    result = pytester.runpytest(*_plugin_args(), "--collect-only", "-q", "-m", "docker",
+                                "--backend", "docker")
+    result.stdout.fnmatch_lines(["scenarios/fine.yml::fine"])
+
+
+def test_passing_failing_and_invalid_scenarios(pytester, library, runner):
+    runner.verdicts["client-crash-after-hflush"] = FAILED_VERDICT
+    result = pytester.runpytest(*_plugin_args(), "--backend", "local", "--results", "out")
+    result.assert_outcomes(passed=1, failed=2)
+    assert sorted(runner.calls) == [("client-crash-after-hflush", "local", "out"),
+                                    ("fine", "local", "out")]
+    text = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*scenario client-crash-after-hflush failed (run 20240101-000000-crash)",
+        "*results: results/20240101-000000-crash",
+        "*check L1: FAIL",
+        '*{"path": "/data/f1", "holder": "c1", "from": 1.0, "to": 3.5}',
+        '*{"path": "/data/f1", "holder": "c2", "from": 2.0, "to": 4.0}',
+        "*check D1: FAIL",
+        "*... and 2 more rows",
+        "*expect /data/f1 closed: FAIL",
+    ])
+    lines = text.splitlines()
+    invalid = lines.index("scenario file scenarios/typo.yaml is invalid:")
+    assert lines[invalid + 1:invalid + 3] == [
+        "  scenarios/typo.yaml:14:11: faults[1].kind: unknown fault kind 'partitoin' "
+        "(did you mean 'partition'?)",
+        "  scenarios/typo.yaml:18:11: faults[2].kind: unknown fault kind 'halt' "
+        "(did you mean 'heal'?)"]
+    assert "check P1" not in text                      # passed checks are not noise
+    assert "lease_recovered: " not in text
+    assert "Traceback" not in text and "def runtest" not in text
+
+
+def test_must_fail_checks_are_marked_as_expected(pytester, runner):
+    folder = pytester.mkdir("scenarios")
+    (folder / "broken.yaml").write_text(
+        MINIMAL.format(name="broken") + "expect: {must_fail: [P2]}\n")
+    runner.verdicts["broken"] = types.SimpleNamespace(
+        passed=False, run_id=None,
+        checks=[types.SimpleNamespace(id="P2", status="pass", evidence=[]),
+                types.SimpleNamespace(id="P3", status="fail", evidence=["row 1"])],
+        expect=[types.SimpleNamespace(what="P2 fails", status="fail")])
+    result = pytester.runpytest(*_plugin_args())
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*scenario broken failed", "*check P3: FAIL", "*row 1",
+                                 "*expect P2 fails: FAIL"])
+
+
+def test_a_missing_runner_fails_with_one_line(pytester, monkeypatch):
+    monkeypatch.setitem(sys.modules, "harness.runner", None)
+    folder = pytester.mkdir("scenarios")
+    (folder / "fine.yaml").write_text(MINIMAL.format(name="fine"))
+    result = pytester.runpytest(*_plugin_args())
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*cannot run scenarios: harness.runner is not available*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_yaml_outside_a_scenarios_folder_is_not_collected(pytester, runner):
+    (pytester.mkdir("data") / "x.yaml").write_text(MINIMAL.format(name="x"))
+    result = pytester.runpytest(*_plugin_args(), "--collect-only", "-q")
+    assert "x.yaml" not in result.stdout.str()
