@@ -68,6 +68,9 @@ class OnEvent:
                     example=1)
     delay: float = spec(Duration(), "wait this long after the event", default=0.0, example="0s")
 
+    def __hash__(self) -> int:  # `where` is a dict; equal triggers still hash alike
+        return hash((self.event, self.node, self.nth, self.delay))
+
     def __str__(self) -> str:
         parts = [self.event] + ([f"node={self.node}"] if self.node else [])
         parts += [f"{k}={v}" for k, v in self.where.items()]
@@ -148,6 +151,9 @@ class Cluster:
     config: dict[str, Any] = spec(HadoopConfig(), "Hadoop keys (spec/MINIHDFS.md) and values, "
                                   "as written", default_factory=dict)
 
+    def __hash__(self) -> int:  # racks and config are dicts
+        return hash((self.datanodes, len(self.racks), len(self.config)))
+
     def hadoop_config(self) -> Config:
         """The parsed configuration (sizes in bytes, durations in seconds)."""
         return Config(self.config)
@@ -227,6 +233,16 @@ class Fault:
         if "duration" in given and "heal" in given:
             ctx.error_at(child(path, "heal"), "give duration or heal, not both")
         return values
+
+    @property
+    def heal_trigger(self) -> Trigger | None:
+        """When to heal: `heal`, or `duration` after the injection, or None (the fault
+        is healed with all the others when the workload ends)."""
+        if self.heal is not None:
+            return self.heal
+        if self.duration is not None:
+            return AfterFault(after=self.id, delay=self.duration)
+        return None
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -658,6 +674,9 @@ class Expect:
                                  f"{name} must fail but is not among the checks run")
         return values
 
+    def __hash__(self) -> int:  # files and workload are dicts
+        return hash((self.checks, self.must_fail, self.max_recovery))
+
     @property
     def check_ids(self) -> tuple[str, ...]:
         """The checks to run, `all` expanded."""
@@ -693,6 +712,9 @@ class Scenario:
             ctx.error_at("timeout", "must be more than 0s")
         return values
 
+    def __hash__(self) -> int:
+        return hash((self.name, self.seed, self.timeout))
+
     @property
     def datanode_ids(self) -> tuple[str, ...]:
         return tuple(f"dn{i}" for i in range(1, self.cluster.datanodes + 1))
@@ -707,7 +729,18 @@ class Scenario:
         return ("nn",) + self.datanode_ids + self.client_ids
 
     def fault(self, fault_id: str) -> Fault:
-        return next(f for f in self.faults if f.id == fault_id)
+        """The fault with this id (KeyError if there is none)."""
+        for fault in self.faults:
+            if fault.id == fault_id:
+                return fault
+        raise KeyError(fault_id)
+
+    def operation(self, op_id: str) -> Operation:
+        """The workload operation with this id (KeyError if there is none)."""
+        for op in self.workload:
+            if op.id == op_id:
+                return op
+        raise KeyError(op_id)
 
     def hadoop_config(self) -> Config:
         return self.cluster.hadoop_config()

@@ -203,3 +203,29 @@ def test_config_keeps_values_as_written_and_parses_them_on_demand():
     assert config["dfs.blocksize"] == MiB
     assert config["dfs.heartbeat.interval"] == 0.5
     assert config["lease.hard-limit"] == 20.0
+
+
+def test_model_objects_are_hashable_so_they_can_key_a_plan():
+    scenario = load_scenario(CORPUS / "valid" / "every-feature.yaml")
+    assert len({scenario, load_scenario(CORPUS / "valid" / "every-feature.yaml")}) == 1
+    assert len(set(scenario.faults)) == len(scenario.faults)
+    assert hash(OnEvent(event="client.ack", where={"path": "/f"})) == hash(
+        OnEvent(event="client.ack", where={"path": "/f"}))
+
+
+def test_heal_trigger_is_heal_or_duration_after_injection():
+    scenario = load_scenario(CORPUS / "valid" / "every-feature.yaml")
+    assert scenario.fault("slow").heal_trigger == AfterFault(after="slow", delay=2.0)
+    assert scenario.fault("gone").heal_trigger == AtTime(20.0)
+    assert scenario.fault("rst").heal_trigger == AfterFault(after="cut", delay=4.0)
+    assert scenario.fault("crash").heal_trigger is None
+
+
+def test_looking_up_faults_and_operations_by_id():
+    scenario = load_scenario(EXAMPLE)
+    assert scenario.fault("cut").kind == "partition"
+    assert scenario.operation("w1").op == "write"
+    with pytest.raises(KeyError):
+        scenario.fault("nope")
+    with pytest.raises(KeyError):
+        scenario.operation("nope")
