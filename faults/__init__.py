@@ -13,8 +13,8 @@ from faults.network import (Bandwidth, CutAfterBytes, LinkMesh, Latency, MeshPro
                             routing_maps)
 from faults.process import (CrashClient, Kill, LocalProcessControl, NodeControl, Pause,
                             Restart, Resume)
-from faults.toxiproxy_server import (ToxiproxyAPI, ToxiproxyError, ToxiproxyServer,
-                                     ensure_binary)
+from faults.toxiproxy_server import (ToxiproxyAPI, ToxiproxyError, ToxiproxyNotFound,
+                                     ToxiproxyServer, ensure_binary)
 
 __all__ = [
     "Fault", "FaultError", "harness_log",
@@ -25,5 +25,5 @@ __all__ = [
     "ProxySpec", "ResetPeer", "Slicer", "plan_proxies", "routing_maps",
     "CrashClient", "Kill", "LocalProcessControl", "NodeControl", "Pause", "Restart",
     "Resume",
-    "ToxiproxyAPI", "ToxiproxyError", "ToxiproxyServer", "ensure_binary",
+    "ToxiproxyAPI", "ToxiproxyError", "ToxiproxyNotFound", "ToxiproxyServer", "ensure_binary",
 ]
