@@ -47,9 +47,12 @@ if [ "${#packages[@]}" -gt 0 ]; then
     mapfile -t packages < <(printf '%s\n' "${packages[@]}" | sort -u)
     say "installing ${packages[*]} from Debian's packages"
     export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=l
-    apt-get update -q >/dev/null || fail "apt-get update failed: check the machine's apt sources"
-    apt-get install -y -q "${packages[@]}" >/dev/null \
-        || fail "apt-get install ${packages[*]} failed: run it by hand to see why"
+    mkdir -p "$(dirname "$LOG")"
+    apt_log="$(dirname "$LOG")/hdfs-chaos-apt.log"
+    apt-get update -q >"$apt_log" 2>&1 \
+        || fail "apt-get update failed: check the machine's apt sources (see $apt_log)"
+    apt-get install -y -q "${packages[@]}" >>"$apt_log" 2>&1 \
+        || fail "apt-get install ${packages[*]} failed: see $apt_log"
 fi
 
 if ! engine_answers; then
@@ -63,9 +66,14 @@ if ! engine_answers; then
         mkdir -p "$(dirname "$LOG")"
         # setsid + nohup: the engine outlives this script and the shell that ran it.
         setsid nohup dockerd >>"$LOG" 2>&1 </dev/null &
+        started_pid=$!
     fi
     waited=0
     until engine_answers; do
+        if [ -n "${started_pid:-}" ] && ! kill -0 "$started_pid" 2>/dev/null; then
+            tail -n 3 "$LOG" 2>/dev/null | sed 's/^/  dockerd: /' >&2 || true
+            fail "dockerd exited at once: see $LOG (it needs root, iptables and cgroups; inside a container it needs --privileged)"
+        fi
         if [ "$waited" -ge "$TIMEOUT" ]; then
             tail -n 5 "$LOG" 2>/dev/null | sed 's/^/  dockerd: /' >&2 || true
             fail "no Docker engine answers after ${TIMEOUT}s: see $LOG"

@@ -49,7 +49,7 @@ def _run(bin_dir: Path, tmp_path: Path, timeout_s: int = 10) -> subprocess.Compl
 # A docker client that answers once the stand-in dockerd has "started".
 FAKE_DOCKER = ('[ -f "$STATE/engine-up" ] || exit 1\n'
                '[ "$1" = info ] && [ "${2:-}" = --format ] && echo 99.0-fake\nexit 0')
-FAKE_DOCKERD = 'echo "fake dockerd"; touch "$STATE/engine-up"; sleep 1'
+FAKE_DOCKERD = 'echo "fake dockerd"; touch "$STATE/engine-up"; sleep 3'
 
 
 def test_does_nothing_when_an_engine_answers(docker_client):
@@ -93,15 +93,26 @@ def test_root_installs_what_is_missing_and_starts_dockerd(tmp_path):
     assert "fake dockerd" in (tmp_path / "log" / "dockerd.log").read_text()
 
 
-def test_root_with_a_dead_engine_gives_up_after_the_timeout(tmp_path):
+def test_root_with_a_dockerd_that_dies_says_so_at_once(tmp_path):
     bin_dir = _fake_path(tmp_path, {"id": "echo 0", "docker": "exit 1", "pgrep": "exit 1",
                                     "apt-get": "exit 1",
                                     "dockerd": "echo 'fake dockerd: cannot start' >&2; exit 1",
                                     "mmdebstrap": "echo 'mmdebstrap 1.3.5'"})
+    result = _run(bin_dir, tmp_path, timeout_s=30)
+    assert result.returncode == 1
+    assert "dockerd exited at once" in result.stderr
+    assert "cannot start" in result.stderr  # the log's tail is shown
+
+
+def test_root_with_a_silent_engine_gives_up_after_the_timeout(tmp_path):
+    bin_dir = _fake_path(tmp_path, {"id": "echo 0", "docker": "exit 1", "pgrep": "exit 1",
+                                    "apt-get": "exit 1",
+                                    "dockerd": "echo 'fake dockerd: hanging'; exec sleep 6",
+                                    "mmdebstrap": "echo 'mmdebstrap 1.3.5'"})
     result = _run(bin_dir, tmp_path, timeout_s=2)
     assert result.returncode == 1
     assert "no Docker engine answers after 2s" in result.stderr
-    assert "cannot start" in result.stderr  # the log's tail is shown
+    assert "hanging" in result.stderr
 
 
 def test_no_engine_is_one_clear_error(monkeypatch):
