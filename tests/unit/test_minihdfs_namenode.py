@@ -1,0 +1,498 @@
+"""The NameNode driven in-process (no network): the block state machine of create /
+addBlock / complete, checkLease, append, and the edit log replayed by a restart.
+
+Every test builds a NameNode on a temporary storage folder, registers DataNodes by
+calling the DataNode protocol directly, and reports replicas the way a DataNode's
+incremental block report would."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from minihdfs.config import Config
+from minihdfs.events import EventLog
+from minihdfs.namenode import (COMMITTED, COMPLETE, UNDER_CONSTRUCTION, NameNode)
+from minihdfs.rpc import (AlreadyBeingCreatedException, FileAlreadyExistsException,
+                          FileNotFoundException, IOExceptionRemote, LeaseExpiredException,
+                          NotReplicatedYetException)
+
+DNS = {"dn1": "/r1", "dn2": "/r1", "dn3": "/r2", "dn4": "/r2"}
+
+
+class RecordingLog(EventLog):
+    """An EventLog that writes nowhere and keeps every record in memory."""
+
+    def __init__(self, node: str = "nn", role: str = "namenode"):
+        super().__init__(None, node, role)
+        self.records: list[dict] = []
+
+    def emit(self, event, **fields):
+        record = super().emit(event, **fields)
+        self.records.append(record)
+        return record
+
+    def named(self, name: str, **where) -> list[dict]:
+        return [r for r in self.records if r["event"] == name
+                and all(r.get(k) == v for k, v in where.items())]
+
+
+def new_namenode(storage, config: dict | None = None, datanodes=DNS) -> NameNode:
+    nn = NameNode("nn", Config(config or {}), str(storage), RecordingLog(), seed=7)
+    nn.start()
+    for dn, rack in datanodes.items():
+        nn.rpc_registerDatanode(dn, rack)
+    return nn
+
+
+@pytest.fixture
+def namenodes():
+    started: list[NameNode] = []
+    yield started
+    for nn in started:
+        nn._stopped.set()
+
+
+@pytest.fixture
+def nn(tmp_path, namenodes):
+    node = new_namenode(tmp_path / "nn")
+    namenodes.append(node)
+    return node
+
+
+def received(nn: NameNode, dn: str, block: int, gs: int, length: int, state="FINALIZED"):
+    """An incremental block report, as a DataNode sends after finalizing a replica."""
+    return nn.rpc_blockReceivedAndDeleted(dn, [{"block": block, "gs": gs, "len": length,
+                                                 "state": state, "kind": "received"}])
+
+
+def state_of(nn: NameNode, block: int) -> str:
+    return nn.blocks[block].state
+
+
+def write_block(nn: NameNode, path: str, holder: str, length: int, previous=None,
+                report: bool = True) -> dict:
+    """addBlock, then (optionally) every target reports a FINALIZED replica of `length`."""
+    lb = nn.rpc_addBlock(path, holder, previous=previous)
+    if report:
+        for dn in lb["locations"]:
+            received(nn, dn, lb["block"], lb["gs"], length)
+    return {"block": lb["block"], "gs": lb["gs"], "len": length}
+
+
+# -- block state machine ---------------------------------------------------------------
+
+def test_add_block_starts_under_construction_with_a_pipeline(nn):
+    nn.rpc_create("/d/f", "c1", replication=3)
+    lb = nn.rpc_addBlock("/d/f", "c1")
+    assert lb["state"] == UNDER_CONSTRUCTION and lb["len"] == 0
+    assert len(lb["locations"]) == 3 and len(set(lb["locations"])) == 3
+    assert set(lb["locations"]) <= set(DNS)
+    assert state_of(nn, lb["block"]) == UNDER_CONSTRUCTION
+    [alloc] = nn.events.named("nn.block.allocate", block=lb["block"])
+    assert alloc["path"] == "/d/f" and alloc["gs"] == lb["gs"] and alloc["pipeline"] == lb["locations"]
+    assert nn.events.named("nn.block.state", block=lb["block"], state=UNDER_CONSTRUCTION)
+    info = nn.rpc_getFileInfo("/d/f")
+    assert info["closed"] is False and info["holder"] == "c1"
+
+
+def test_complete_commits_then_waits_for_a_finalized_replica(nn):
+    nn.rpc_create("/f", "c1", replication=3)
+    lb = nn.rpc_addBlock("/f", "c1")
+    last = {"block": lb["block"], "gs": lb["gs"], "len": 1000}
+    # no replica reported yet: the block is COMMITTED, complete says "not yet"
+    assert nn.rpc_complete("/f", "c1", last=last) is False
+    assert state_of(nn, lb["block"]) == COMMITTED
+    assert nn.blocks[lb["block"]].num_bytes == 1000
+    assert nn.rpc_getFileInfo("/f")["closed"] is False
+    # a replica being written (RBW) does not complete the block
+    received(nn, lb["locations"][0], lb["block"], lb["gs"], 1000, state="RBW")
+    assert state_of(nn, lb["block"]) == COMMITTED
+    assert nn.rpc_complete("/f", "c1", last=last) is False
+    # a FINALIZED replica with the committed GS and length does
+    received(nn, lb["locations"][0], lb["block"], lb["gs"], 1000)
+    assert state_of(nn, lb["block"]) == COMPLETE
+    assert nn.rpc_complete("/f", "c1", last=last) is True
+    info = nn.rpc_getFileInfo("/f")
+    assert info["closed"] is True and info["holder"] is None and info["len"] == 1000
+    assert nn.leases.get_by_path("/f") is None and nn.leases.get("c1") is None
+    states = [e["state"] for e in nn.events.named("nn.block.state", block=lb["block"])]
+    assert states == [UNDER_CONSTRUCTION, COMMITTED, COMPLETE]
+    oks = [e["ok"] for e in nn.events.named("nn.file.complete", path="/f")]
+    assert oks == [False, False, True]
+    [close] = nn.events.named("nn.file.close", path="/f")
+    assert close["reason"] == "complete" and close["len"] == 1000
+    assert nn.events.named("nn.lease.remove", holder="c1", path="/f")
+
+
+def test_finalized_replica_with_other_gs_or_length_does_not_complete(nn):
+    nn.rpc_create("/f", "c1", replication=2)
+    lb = nn.rpc_addBlock("/f", "c1")
+    last = {"block": lb["block"], "gs": lb["gs"], "len": 4096}
+    assert nn.rpc_complete("/f", "c1", last=last) is False
+    dn = lb["locations"][0]
+    received(nn, dn, lb["block"], lb["gs"], 4000)            # wrong length
+    received(nn, lb["locations"][1], lb["block"], lb["gs"] - 1, 4096)   # old GS
+    assert state_of(nn, lb["block"]) == COMMITTED
+    assert nn.rpc_complete("/f", "c1", last=last) is False
+    # the wrong ones are invalidated
+    invalidated = {(e["dn"], e["gs"]) for e in nn.events.named("nn.replica.invalidate",
+                                                               block=lb["block"])}
+    assert (dn, lb["gs"]) in invalidated and (lb["locations"][1], lb["gs"] - 1) in invalidated
+
+
+def test_replication_min_two_needs_two_finalized_replicas(tmp_path, namenodes):
+    nn = new_namenode(tmp_path / "nn", {"dfs.namenode.replication.min": 2})
+    namenodes.append(nn)
+    nn.rpc_create("/f", "c1", replication=3)
+    lb = nn.rpc_addBlock("/f", "c1")
+    last = {"block": lb["block"], "gs": lb["gs"], "len": 10}
+    received(nn, lb["locations"][0], lb["block"], lb["gs"], 10)
+    assert nn.rpc_complete("/f", "c1", last=last) is False
+    received(nn, lb["locations"][1], lb["block"], lb["gs"], 10)
+    assert state_of(nn, lb["block"]) == COMPLETE
+    assert nn.rpc_complete("/f", "c1", last=last) is True
+
+
+def test_add_block_commits_the_previous_block_and_checks_file_progress(nn):
+    nn.rpc_create("/f", "c1", replication=3)
+    b1 = write_block(nn, "/f", "c1", 1 << 20, report=False)
+    lb2 = nn.rpc_addBlock("/f", "c1", previous=b1)
+    assert state_of(nn, b1["block"]) == COMMITTED            # no replica reported yet
+    b2 = {"block": lb2["block"], "gs": lb2["gs"], "len": 1 << 20}
+    # checkFileProgress: the penultimate block (b1) must be COMPLETE for a third block
+    with pytest.raises(NotReplicatedYetException):
+        nn.rpc_addBlock("/f", "c1", previous=b2)
+    assert nn.events.named("nn.rpc.reject", op="addBlock", error="NotReplicatedYetException")
+    received(nn, "dn1", b1["block"], b1["gs"], 1 << 20)
+    assert state_of(nn, b1["block"]) == COMPLETE
+    lb3 = nn.rpc_addBlock("/f", "c1", previous=b2)            # a retry after the report
+    assert state_of(nn, b2["block"]) == COMMITTED
+    assert nn.files["/f"].blocks == [b1["block"], b2["block"], lb3["block"]]
+    assert lb3["gs"] > lb2["gs"] > b1["gs"]                     # one GS counter
+    assert lb3["block"] > lb2["block"] > b1["block"]
+
+
+def test_add_block_with_a_wrong_previous_block_is_refused(nn):
+    nn.rpc_create("/f", "c1")
+    b1 = write_block(nn, "/f", "c1", 100)
+    with pytest.raises(IOExceptionRemote):
+        nn.rpc_addBlock("/f", "c1", previous=dict(b1, block=b1["block"] + 99))
+    with pytest.raises(IOExceptionRemote):       # the GS the client commits must match
+        nn.rpc_complete("/f", "c1", last=dict(b1, gs=b1["gs"] + 5))
+
+
+def test_retried_complete_on_a_closed_file_succeeds_hdfs_3031(nn):
+    nn.rpc_create("/f", "c1", replication=1)
+    last = write_block(nn, "/f", "c1", 777)
+    assert nn.rpc_complete("/f", "c1", last=last) is True
+    # the reply was lost; the client retries the same complete
+    assert nn.rpc_complete("/f", "c1", last=last) is True
+    assert [e.get("retry") for e in nn.events.named("nn.file.complete", path="/f")] == [None, True]
+    # a complete naming another last block is not a retry: the file is not open
+    with pytest.raises(LeaseExpiredException):
+        nn.rpc_complete("/f", "c1", last=dict(last, len=778))
+
+
+def test_complete_of_an_empty_file_closes_it(nn):
+    nn.rpc_create("/empty", "c1")
+    assert nn.rpc_complete("/empty", "c1", last=None) is True
+    assert nn.rpc_getFileInfo("/empty") == dict(nn.rpc_getFileInfo("/empty"), closed=True, len=0)
+
+
+def test_dead_and_excluded_datanodes_are_never_targets(nn):
+    nn.datanodes["dn2"].dead = True
+    nn.datanodes["dn3"].stale = True
+    for i in range(20):
+        nn.rpc_create(f"/f{i}", "c1", replication=3)
+        lb = nn.rpc_addBlock(f"/f{i}", "c1", excluded=["dn4"])
+        assert lb["locations"] == ["dn1"]
+
+
+def test_add_block_without_enough_datanodes_fails(nn):
+    nn.rpc_create("/f", "c1", replication=3)
+    with pytest.raises(IOExceptionRemote):
+        nn.rpc_addBlock("/f", "c1", excluded=list(DNS))
+
+
+# -- checkLease ------------------------------------------------------------------------
+
+def test_check_lease_rejects_a_missing_file(nn):
+    with pytest.raises(FileNotFoundException):
+        nn.rpc_addBlock("/nope", "c1")
+    with pytest.raises(FileNotFoundException):
+        nn.rpc_complete("/nope", "c1", last=None)
+    [reject] = nn.events.named("nn.rpc.reject", op="addBlock")
+    assert reject["path"] == "/nope" and reject["holder"] == "c1"
+    assert reject["error"] == "FileNotFoundException"
+
+
+def test_check_lease_rejects_a_file_not_open_for_write(nn):
+    nn.rpc_create("/f", "c1", replication=1)
+    last = write_block(nn, "/f", "c1", 10)
+    assert nn.rpc_complete("/f", "c1", last=last)
+    for call in (lambda: nn.rpc_addBlock("/f", "c1", previous=last),
+                 lambda: nn.rpc_fsync("/f", "c1"),
+                 lambda: nn.rpc_abandonBlock("/f", "c1", last["block"]),
+                 lambda: nn.rpc_updateBlockForPipeline(last["block"], "c1")):
+        with pytest.raises(LeaseExpiredException):
+            call()
+    errors = {e["op"]: e["error"] for e in nn.events.named("nn.rpc.reject")}
+    assert errors == {op: "LeaseExpiredException" for op in
+                      ("addBlock", "fsync", "abandonBlock", "updateBlockForPipeline")}
+
+
+def test_check_lease_rejects_another_holder(nn):
+    nn.rpc_create("/f", "c1")
+    lb = nn.rpc_addBlock("/f", "c1")
+    block = {"block": lb["block"], "gs": lb["gs"], "len": 0}
+    for call in (lambda: nn.rpc_addBlock("/f", "c2", previous=block),
+                 lambda: nn.rpc_complete("/f", "c2", last=block),
+                 lambda: nn.rpc_updateBlockForPipeline(lb["block"], "c2"),
+                 lambda: nn.rpc_updatePipeline("c2", block, dict(block, gs=block["gs"] + 1),
+                                               lb["locations"]),
+                 lambda: nn.rpc_getAdditionalDatanode("/f", "c2", lb["block"],
+                                                      lb["locations"][:1], [])):
+        with pytest.raises(LeaseExpiredException, match="c1"):
+            call()
+    assert all(e["holder"] == "c2" for e in nn.events.named("nn.rpc.reject"))
+    # the rightful holder is still fine, and its block was not touched
+    assert state_of(nn, lb["block"]) == UNDER_CONSTRUCTION
+    assert nn.rpc_fsync("/f", "c1") is True
+
+
+def test_check_lease_ignores_the_soft_limit(tmp_path, namenodes):
+    clock = [1000.0]
+    nn = new_namenode(tmp_path / "nn", {"lease.soft-limit": "1s", "lease.hard-limit": "1h"})
+    namenodes.append(nn)
+    nn.leases.clock = lambda: clock[0]
+    nn.rpc_create("/f", "c1")
+    clock[0] += 30           # far past the soft limit, no one else asked for the file
+    assert nn.rpc_addBlock("/f", "c1")["state"] == UNDER_CONSTRUCTION
+
+
+def test_create_of_an_open_file_by_its_holder_or_another_is_refused(nn):
+    nn.rpc_create("/f", "c1")
+    with pytest.raises(AlreadyBeingCreatedException):
+        nn.rpc_create("/f", "c1", overwrite=True)
+    with pytest.raises(AlreadyBeingCreatedException):   # soft limit not passed
+        nn.rpc_create("/f", "c2", overwrite=True)
+    nn.rpc_complete("/f", "c1", last=None)
+    with pytest.raises(FileAlreadyExistsException):
+        nn.rpc_create("/f", "c2")
+
+
+# -- append ----------------------------------------------------------------------------
+
+def test_append_reopens_a_complete_last_block_as_under_construction(nn):
+    nn.rpc_create("/f", "c1", replication=3)
+    last = write_block(nn, "/f", "c1", 1500)
+    assert nn.rpc_complete("/f", "c1", last=last)
+    assert state_of(nn, last["block"]) == COMPLETE
+    reply = nn.rpc_append("/f", "c2", client_machine="c2")
+    assert reply["len"] == 1500
+    lb = reply["last_block"]
+    assert lb["block"] == last["block"] and lb["gs"] == last["gs"] and lb["len"] == 1500
+    assert lb["state"] == UNDER_CONSTRUCTION
+    assert sorted(lb["locations"]) == sorted(nn.blocks[last["block"]].replicas)
+    assert state_of(nn, last["block"]) == UNDER_CONSTRUCTION
+    assert nn.events.named("nn.block.state", block=last["block"])[-1]["state"] == UNDER_CONSTRUCTION
+    info = nn.rpc_getFileInfo("/f")
+    assert info["closed"] is False and info["holder"] == "c2"
+    assert nn.leases.get_by_path("/f").holder == "c2"
+    assert nn.events.named("nn.file.append", path="/f", holder="c2")
+    # the appender goes on: pipeline GS bump, then commit with the new length
+    new_gs = nn.rpc_updateBlockForPipeline(last["block"], "c2")["gs"]
+    assert new_gs > last["gs"]
+    assert nn.rpc_updatePipeline("c2", last, dict(last, gs=new_gs), lb["locations"])
+    for dn in lb["locations"]:
+        received(nn, dn, last["block"], new_gs, 2500)
+    assert nn.rpc_complete("/f", "c2", last={"block": last["block"], "gs": new_gs, "len": 2500})
+    assert nn.rpc_getFileInfo("/f")["len"] == 2500
+    assert state_of(nn, last["block"]) == COMPLETE
+
+
+def test_append_to_a_full_last_block_starts_a_new_block(nn):
+    nn.rpc_create("/f", "c1", replication=1, block_size=1024)
+    last = write_block(nn, "/f", "c1", 1024)
+    assert nn.rpc_complete("/f", "c1", last=last)
+    reply = nn.rpc_append("/f", "c2")
+    assert reply["last_block"] is None and reply["len"] == 1024
+    assert state_of(nn, last["block"]) == COMPLETE
+    lb = nn.rpc_addBlock("/f", "c2", previous=None)
+    assert lb["block"] != last["block"]
+
+
+def test_append_to_an_open_file_or_a_missing_one_is_refused(nn):
+    with pytest.raises(FileNotFoundException):
+        nn.rpc_append("/nope", "c1")
+    nn.rpc_create("/f", "c1")
+    with pytest.raises(AlreadyBeingCreatedException):
+        nn.rpc_append("/f", "c2")
+
+
+# -- edit log replay (NameNode restart in-process) ---------------------------------------
+
+def build_namespace(nn: NameNode) -> dict:
+    """Closed, renamed, deleted and open files; returns what a restart must keep."""
+    nn.rpc_create("/a/closed", "c1", replication=3)
+    b1 = write_block(nn, "/a/closed", "c1", 1 << 20)
+    b2 = write_block(nn, "/a/closed", "c1", 300, previous=b1)
+    assert nn.rpc_complete("/a/closed", "c1", last=b2)
+    nn.rpc_create("/a/renamed-src", "c1", replication=2)
+    b3 = write_block(nn, "/a/renamed-src", "c1", 50)
+    assert nn.rpc_complete("/a/renamed-src", "c1", last=b3)
+    assert nn.rpc_rename("/a/renamed-src", "/b/renamed")
+    nn.rpc_create("/a/deleted", "c1")
+    write_block(nn, "/a/deleted", "c1", 10)
+    assert nn.rpc_delete("/a/deleted")
+    nn.rpc_create("/c/x/y", "c1")
+    assert nn.rpc_complete("/c/x/y", "c1", last=None)
+    with pytest.raises(IOExceptionRemote):
+        nn.rpc_delete("/c")                    # not empty, not recursive
+    assert nn.rpc_delete("/c", recursive=True)
+    nn.rpc_create("/a/over", "c1", replication=1)
+    over = write_block(nn, "/a/over", "c1", 64)
+    assert nn.rpc_complete("/a/over", "c1", last=over)
+    nn.rpc_create("/a/over", "c2", overwrite=True, replication=2)
+    assert nn.rpc_complete("/a/over", "c2", last=None)
+    # open files: one with a finished first block and a last block being written,
+    # one renamed while open, one empty
+    nn.rpc_create("/open/two-blocks", "writer-A", replication=3)
+    o1 = write_block(nn, "/open/two-blocks", "writer-A", 1 << 20)
+    o2 = nn.rpc_addBlock("/open/two-blocks", "writer-A", previous=o1)
+    nn.rpc_create("/open/moving", "writer-B", replication=1)
+    m1 = nn.rpc_addBlock("/open/moving", "writer-B")
+    assert nn.rpc_rename("/open/moving", "/open/moved")
+    nn.rpc_create("/open/empty", "writer-B")
+    return {"b1": b1, "b2": b2, "b3": b3, "o1": o1, "o2": o2, "m1": m1}
+
+
+def snapshot(nn: NameNode) -> dict:
+    return {"dirs": sorted(nn.dirs),
+            "files": {p: (f.replication, f.block_size, f.client_name, list(f.blocks))
+                      for p, f in nn.files.items()},
+            "blocks": {b: (i.gs, i.num_bytes, i.state, i.path) for b, i in nn.blocks.items()},
+            "leases": {p: lease.holder for p, lease in nn.leases.by_path.items()},
+            "last_gs": nn.last_gs, "last_block_id": nn.last_block_id}
+
+
+def check_restarted(nn2: NameNode, before: dict, ids: dict) -> None:
+    after = snapshot(nn2)
+    assert after["dirs"] == before["dirs"]
+    assert after["blocks"] == before["blocks"]
+    assert after["files"] == before["files"]
+    assert after["last_gs"] == before["last_gs"]
+    assert after["last_block_id"] == before["last_block_id"]
+    assert after["leases"] == {"/open/two-blocks": "writer-A", "/open/moved": "writer-B",
+                               "/open/empty": "writer-B"}
+    assert "/a/deleted" not in nn2.files and "/a/renamed-src" not in nn2.files
+    assert not any(d.startswith("/c") for d in nn2.dirs) and "/c/x/y" not in nn2.files
+    assert nn2.rpc_getFileInfo("/a/over")["len"] == 0
+    assert nn2.rpc_getFileInfo("/a/over")["replication"] == 2
+    assert nn2.rpc_getFileInfo("/a/closed") == dict(nn2.rpc_getFileInfo("/a/closed"), closed=True,
+                                                    len=(1 << 20) + 300)
+    assert nn2.rpc_getFileInfo("/b/renamed")["len"] == 50
+    # seed 004 5: the last block of an open file is UNDER_CONSTRUCTION, all others COMPLETE
+    assert nn2.blocks[ids["b1"]["block"]].state == COMPLETE
+    assert nn2.blocks[ids["b2"]["block"]].state == COMPLETE
+    assert nn2.blocks[ids["o1"]["block"]].state == COMPLETE
+    assert nn2.blocks[ids["o2"]["block"]].state == UNDER_CONSTRUCTION
+    assert nn2.blocks[ids["m1"]["block"]].state == UNDER_CONSTRUCTION
+    assert nn2.blocks[ids["m1"]["block"]].path == "/open/moved"
+    for path, holder in (("/open/two-blocks", "writer-A"), ("/open/moved", "writer-B")):
+        info = nn2.rpc_getFileInfo(path)
+        assert info["closed"] is False and info["holder"] == holder
+    [start] = nn2.events.named("nn.start")
+    assert start["open_files"] == 3
+
+
+def test_restart_after_a_crash_replays_the_edit_log(tmp_path, namenodes):
+    nn = new_namenode(tmp_path / "nn")
+    namenodes.append(nn)
+    ids = build_namespace(nn)
+    before = snapshot(nn)
+    nn._stopped.set()        # a crash: no checkpoint, only the fsync'd edit log
+    assert os.path.getsize(tmp_path / "nn" / "edits.log") > 0
+    nn2 = new_namenode(tmp_path / "nn")
+    namenodes.append(nn2)
+    check_restarted(nn2, before, ids)
+
+
+def test_restart_after_a_clean_stop_loads_the_checkpoint(tmp_path, namenodes):
+    nn = new_namenode(tmp_path / "nn")
+    namenodes.append(nn)
+    ids = build_namespace(nn)
+    before = snapshot(nn)
+    nn.stop()
+    assert os.path.getsize(tmp_path / "nn" / "edits.log") == 0
+    nn2 = new_namenode(tmp_path / "nn")
+    namenodes.append(nn2)
+    check_restarted(nn2, before, ids)
+    # and again, after more edits on top of that checkpoint, crashed this time
+    nn2.rpc_create("/late", "c9", replication=1)
+    late = write_block(nn2, "/late", "c9", 5)
+    assert nn2.rpc_complete("/late", "c9", last=late)
+    nn2._stopped.set()
+    nn3 = new_namenode(tmp_path / "nn")
+    namenodes.append(nn3)
+    assert nn3.rpc_getFileInfo("/late")["closed"] is True
+    assert nn3.files["/late"].blocks == [late["block"]]
+    assert nn3.last_gs >= late["gs"]
+
+
+def test_open_file_writer_goes_on_after_a_restart(tmp_path, namenodes):
+    nn = new_namenode(tmp_path / "nn")
+    namenodes.append(nn)
+    ids = build_namespace(nn)
+    nn._stopped.set()
+    nn2 = new_namenode(tmp_path / "nn")
+    namenodes.append(nn2)
+    o2 = ids["o2"]
+    # the DataNodes report the replicas being written (full block report after restart)
+    for dn in o2["locations"]:
+        nn2.rpc_blockReport(dn, [{"block": o2["block"], "gs": o2["gs"], "len": 4096,
+                                  "state": "RBW"}])
+    assert sorted(nn2.blocks[o2["block"]].expected) == sorted(o2["locations"])
+    last = {"block": o2["block"], "gs": o2["gs"], "len": 4096}
+    lb = nn2.rpc_addBlock("/open/two-blocks", "writer-A", previous=last)
+    assert lb["block"] > o2["block"] and lb["gs"] > o2["gs"]   # counters were restored
+    for dn in o2["locations"]:
+        received(nn2, dn, o2["block"], o2["gs"], 4096)
+    assert nn2.blocks[o2["block"]].state == COMPLETE
+    last = {"block": lb["block"], "gs": lb["gs"], "len": 10}
+    for dn in lb["locations"]:
+        received(nn2, dn, lb["block"], lb["gs"], 10)
+    assert nn2.rpc_complete("/open/two-blocks", "writer-A", last=last) is True
+    assert nn2.rpc_getFileInfo("/open/two-blocks")["len"] == (1 << 20) + 4096 + 10
+
+
+def test_torn_last_line_of_the_edit_log_is_ignored(tmp_path, namenodes):
+    nn = new_namenode(tmp_path / "nn")
+    namenodes.append(nn)
+    nn.rpc_create("/kept", "c1", replication=1)
+    last = write_block(nn, "/kept", "c1", 42)
+    assert nn.rpc_complete("/kept", "c1", last=last)
+    nn._stopped.set()
+    edits = tmp_path / "nn" / "edits.log"
+    whole = edits.read_bytes()
+    torn = json.dumps({"txid": 10 ** 6, "op": "OP_ADD",
+                       "file": {"path": "/torn", "replication": 1, "block_size": 1024,
+                                "client_name": "x", "client_machine": "", "blocks": []}})
+    with open(edits, "ab") as f:
+        f.write(torn.encode()[:len(torn) // 2])     # a crash in the middle of a write
+    nn2 = new_namenode(tmp_path / "nn")
+    namenodes.append(nn2)
+    assert "/torn" not in nn2.files
+    assert nn2.rpc_getFileInfo("/kept")["closed"] is True
+    assert nn2.files["/kept"].blocks == [last["block"]]
+    assert len(whole) > 0
+    # the restarted NameNode logs on cleanly after the torn line
+    nn2.rpc_create("/after", "c2")
+    nn2._stopped.set()
+    nn3 = new_namenode(tmp_path / "nn")
+    namenodes.append(nn3)
+    assert nn3.rpc_getFileInfo("/after")["holder"] == "c2"
+    assert "/kept" in nn3.files
