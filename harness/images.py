@@ -26,7 +26,6 @@ import os
 import shutil
 import subprocess
 import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -84,12 +83,21 @@ def source_files(root: Path | str = REPO_ROOT) -> list[tuple[str, Path]]:
     return sorted(files)
 
 
-def source_hash(root: Path | str = REPO_ROOT) -> str:
+def source_snapshot(root: Path | str = REPO_ROOT) -> list[tuple[str, bool, bytes]]:
+    """The cluster image's source read once: (relative path, executable?, bytes) per file.
+
+    The hash and the build context are made from one snapshot, so a file edited while
+    an image builds can never give an image whose tag names other bytes than it holds.
+    """
+    return [(rel, os.stat(path).st_mode & 0o111 != 0, path.read_bytes())
+            for rel, path in source_files(root)]
+
+
+def source_hash(root: Path | str = REPO_ROOT,
+                snapshot: list[tuple[str, bool, bytes]] | None = None) -> str:
     """SHA-256 (hex) of the cluster image's source: every file's path, exec bit and bytes."""
     digest = hashlib.sha256()
-    for rel, path in source_files(root):
-        executable = os.stat(path).st_mode & 0o111 != 0
-        data = path.read_bytes()
+    for rel, executable, data in snapshot if snapshot is not None else source_snapshot(root):
         digest.update(f"{rel}\0{int(executable)}\0{len(data)}\0".encode())
         digest.update(data)
     return digest.hexdigest()
@@ -265,18 +273,13 @@ def ensure_base_image(progress: Progress = print, *, root: Path | str = REPO_ROO
     return tag
 
 
-def _tar_context(members: Iterable[tuple[str, Path | bytes]]) -> io.BytesIO:
-    """A build context as an in-memory tar: (name in context, file or bytes) pairs."""
+def _tar_context(members: Iterable[tuple[str, bool, bytes]]) -> io.BytesIO:
+    """A build context as an in-memory tar of (name in context, executable?, bytes)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, content in members:
-            if isinstance(content, Path):
-                mode = 0o755 if os.stat(content).st_mode & 0o111 else 0o644
-                data = content.read_bytes()
-            else:
-                mode, data = 0o644, content
+        for name, executable, data in members:
             info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), mode, 0
+            info.size, info.mode, info.mtime = len(data), 0o755 if executable else 0o644, 0
             tar.addfile(info, io.BytesIO(data))
     buffer.seek(0)
     return buffer
@@ -312,7 +315,8 @@ def build_image(progress: Progress = print, *, root: Path | str = REPO_ROOT,
     from the user's images.
     """
     client = docker_client()
-    digest = source_hash(root)
+    snapshot = source_snapshot(root)
+    digest = source_hash(snapshot=snapshot)
     tag = f"{repository}:{digest[:_TAG_HEX]}"
     if _find_image(client, tag) is not None:
         progress(f"cluster image {tag} is up to date (source {digest[:_TAG_HEX]}): nothing to build")
@@ -320,7 +324,7 @@ def build_image(progress: Progress = print, *, root: Path | str = REPO_ROOT,
     started = time.monotonic()
     base = ensure_base_image(progress, root=root, cache_dir=cache_dir, client=client)
     progress(f"cluster image {tag}: building from {base}")
-    context = _tar_context(source_files(root))
+    context = _tar_context(snapshot)
     labels = image_labels("cluster", digest, base, extra_labels)
     _docker_build(client, context, "cluster_image/Dockerfile", tag, labels,
                   {"BASE_IMAGE": base}, progress)
@@ -349,7 +353,8 @@ def build_toxiproxy_image(binary_path: Path | str | None = None, progress: Progr
     client = docker_client()
     base = base_tag(root)
     digest_state = hashlib.sha256()
-    for part in (binary.read_bytes(), dockerfile_text, base.encode()):
+    binary_bytes = binary.read_bytes()
+    for part in (binary_bytes, dockerfile_text, base.encode()):
         digest_state.update(len(part).to_bytes(8, "big"))
         digest_state.update(part)
     digest = digest_state.hexdigest()
@@ -360,7 +365,8 @@ def build_toxiproxy_image(binary_path: Path | str | None = None, progress: Progr
     started = time.monotonic()
     base = ensure_base_image(progress, root=root, cache_dir=cache_dir, client=client)
     progress(f"toxiproxy image {tag}: building from {base} with {binary}")
-    context = _tar_context([("Dockerfile", dockerfile_text), ("toxiproxy-server", binary)])
+    context = _tar_context([("Dockerfile", False, dockerfile_text),
+                            ("toxiproxy-server", True, binary_bytes)])
     labels = image_labels("toxiproxy", digest, base, extra_labels)
     _docker_build(client, context, "Dockerfile", tag, labels, {"BASE_IMAGE": base}, progress)
     progress(f"toxiproxy image {tag} built in {time.monotonic() - started:.1f}s")
