@@ -332,6 +332,15 @@ def build_image(progress: Progress = print, *, root: Path | str = REPO_ROOT,
     return tag
 
 
+def toxiproxy_hash(binary: bytes, dockerfile: bytes, base: str) -> str:
+    """SHA-256 (hex) naming a Toxiproxy image: its binary, its Dockerfile and its base."""
+    digest = hashlib.sha256()
+    for part in (binary, dockerfile, base.encode()):
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()
+
+
 def build_toxiproxy_image(binary_path: Path | str | None = None, progress: Progress = print, *,
                           root: Path | str = REPO_ROOT, repository: str = TOXIPROXY_REPOSITORY,
                           cache_dir: Path | str = DEFAULT_ROOTFS_CACHE,
@@ -351,13 +360,8 @@ def build_toxiproxy_image(binary_path: Path | str | None = None, progress: Progr
     except OSError as e:
         raise ImageError(f"{dockerfile}: {e.strerror}") from None
     client = docker_client()
-    base = base_tag(root)
-    digest_state = hashlib.sha256()
     binary_bytes = binary.read_bytes()
-    for part in (binary_bytes, dockerfile_text, base.encode()):
-        digest_state.update(len(part).to_bytes(8, "big"))
-        digest_state.update(part)
-    digest = digest_state.hexdigest()
+    digest = toxiproxy_hash(binary_bytes, dockerfile_text, base_tag(root))
     tag = f"{repository}:{digest[:_TAG_HEX]}"
     if _find_image(client, tag) is not None:
         progress(f"toxiproxy image {tag} is up to date: nothing to build")
@@ -388,19 +392,24 @@ def _describe(image, current: set[str]) -> dict:
 
 
 def _current_tags(root: Path | str = REPO_ROOT) -> set[str]:
-    """The tags this source tree would build (base and cluster); toxiproxy is never stale."""
+    """The tags this tree would build: base, cluster, and Toxiproxy from tools/bin/."""
     tags = set()
     with contextlib.suppress(ImageError):
         tags.add(cluster_tag(root))
-    with contextlib.suppress(ImageError):
-        tags.add(base_tag(root))
+    with contextlib.suppress(ImageError, OSError):
+        base = base_tag(root)
+        tags.add(base)
+        dockerfile = (Path(root) / "cluster_image" / "toxiproxy.Dockerfile").read_bytes()
+        binary = DEFAULT_TOXIPROXY_BINARY.read_bytes()
+        tags.add(f"{TOXIPROXY_REPOSITORY}:{toxiproxy_hash(binary, dockerfile, base)[:_TAG_HEX]}")
     return tags
 
 
 def list_images(*, extra_filters: dict[str, str] | None = None) -> list[dict]:
     """Every image of this project, newest first: id, tags, kind, source hash, size, current.
 
-    `current` is true for the base and cluster images the source tree at hand builds.
+    `current` is true for the images the tree at hand builds: its base and cluster
+    images, and the Toxiproxy image of tools/bin/toxiproxy-server.
     """
     client = docker_client()
     labels = [f"{PROJECT_LABEL}={PROJECT}"] + [f"{k}={v}" for k, v in (extra_filters or {}).items()]
@@ -417,15 +426,18 @@ def remove_images(all: bool = False, progress: Progress = print, *,
                   extra_filters: dict[str, str] | None = None) -> list[str]:
     """Removes this project's stale images, or every one of them with all=True.
 
-    Stale means a base or cluster image of another source tree; toxiproxy images count as
-    stale only with all=True. Returns what was removed (tags, or ids of untagged images).
+    Stale means an image the tree at hand does not build (see list_images); while
+    tools/bin/toxiproxy-server is missing, Toxiproxy images are kept but with all=True.
+    Returns what was removed (tags, or ids of untagged images).
     An image a container still uses is left, and ImageError then names it.
     """
     import docker.errors
 
     client = docker_client()
     found = list_images(extra_filters=extra_filters)
-    doomed = [d for d in found if all or (not d["current"] and d["kind"] != "toxiproxy")]
+    keep_toxiproxy = not DEFAULT_TOXIPROXY_BINARY.is_file()
+    doomed = [d for d in found if all or not (
+        d["current"] or (keep_toxiproxy and d["kind"] == "toxiproxy"))]
     # Children before the base they were built on, or the base would be refused.
     doomed.sort(key=lambda d: d["kind"] == "base")
     removed, refused = [], []
