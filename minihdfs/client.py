@@ -313,6 +313,8 @@ class DFSOutputStream:
 
     def close(self) -> None:
         if self.closed:
+            if self.error is not None:   # a failed stream keeps saying so
+                raise StreamError(f"{self.path}: {self.error}")
             return
         try:
             self._check()

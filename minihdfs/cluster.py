@@ -74,7 +74,7 @@ class LocalCluster:
     def direct_routes(self) -> dict:
         """Every node's real listen addresses: the map of a process that bypasses proxies."""
         return {node: {svc: spec[svc] for svc in ("rpc", "xfer") if svc in spec}
-                for node, spec in self.nodes.items()}
+                for node, spec in self.nodes.items() if spec["role"] != "client"}
 
     def datanodes(self) -> list[str]:
         return [n for n, s in self.nodes.items() if s["role"] == "datanode"]
@@ -124,6 +124,38 @@ class LocalCluster:
         spec["pid"] = proc.pid
         self.save()
         _wait_port(spec["rpc"], proc, node, spec["stdout"])
+
+    def start_client(self, client_id: str, ops: list[dict], seed: int = 0,
+                     config: dict | None = None, gate_dir: str | None = None) -> subprocess.Popen:
+        """Start a workload client process (python -m minihdfs.node client) running `ops`."""
+        spec = self.nodes.setdefault(client_id, {"role": "client"})
+        spec.update(events=os.path.join(self.dir, "events", f"{client_id}.jsonl"),
+                    routes=os.path.join(self.dir, "routes", f"{client_id}.json"),
+                    stdout=os.path.join(self.dir, "logs", f"{client_id}.out"),
+                    workload=os.path.join(self.dir, "workload", f"{client_id}.json"),
+                    config=os.path.join(self.dir, "config.json"),
+                    gate_dir=gate_dir or os.path.join(self.dir, "gates"))
+        os.makedirs(os.path.dirname(spec["workload"]), exist_ok=True)
+        os.makedirs(spec["gate_dir"], exist_ok=True)
+        with open(spec["workload"], "w") as f:
+            json.dump(ops, f, indent=1)
+        if config:
+            spec["config"] = os.path.join(self.dir, f"config-{client_id}.json")
+            with open(spec["config"], "w") as f:
+                json.dump({**self.config_raw, **config}, f)
+        self.write_routes(client_id)
+        cmd = [sys.executable, "-m", "minihdfs.node", "client", "--id", client_id,
+               "--routes", spec["routes"], "--config", spec["config"], "--events", spec["events"],
+               "--workload", spec["workload"], "--seed", str(seed), "--gate-dir", spec["gate_dir"]]
+        out = open(spec["stdout"], "ab")
+        env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True, cwd=self.dir)
+        out.close()
+        self.procs[client_id] = proc
+        spec["pid"] = proc.pid
+        self.save()
+        return proc
 
     def stop_node(self, node: str, timeout: float = 10.0) -> None:
         """Graceful stop (SIGTERM), SIGKILL if it does not go in time."""

@@ -450,6 +450,10 @@ class BlockReceiver:
         self.bpc = dn.data.bpc
         if int(h.get("bpc", self.bpc)) != self.bpc:
             raise ValueError(f"bytes per checksum {h.get('bpc')} != {self.bpc}")
+        # Hadoop's shouldVerifyChecksum: the last node of a pipeline verifies, and every
+        # node does when the writer is a DataNode (transfers, re-replication).
+        self.verify = not self.targets or self.stage in (STAGE_TRANSFER_RBW,
+                                                         STAGE_TRANSFER_FINALIZED)
         self.mirror: socket.socket | None = None
         self.mirror_error = False
         self.replica: ReplicaInfo | None = None
@@ -570,7 +574,8 @@ class BlockReceiver:
                 except OSError as e:
                     self._mirror_failed(e)
             if packet.seqno != wire.HEARTBEAT_SEQNO and packet.data:
-                bad = wire.first_bad_chunk(packet.data, packet.sums, self.bpc, fn)
+                bad = wire.first_bad_chunk(packet.data, packet.sums, self.bpc, fn) \
+                    if self.verify else -1
                 if bad >= 0:
                     self.dn.emit("dn.checksum.error", block=self.block,
                                  offset=packet.offset + bad * self.bpc, peer=self.src)

@@ -402,7 +402,7 @@ class FsDataset:
             first = offset // bpc
             start = first * bpc
             head = os.pread(data_fd, offset - start, start) if offset > start else b""
-            new = wire.chunk_checksums(head + data, bpc, self.crc)
+            new = wire.chunk_checksums(head + bytes(data), bpc, self.crc)
             os.pwrite(meta_fd, new, _META_HEADER.size + 4 * first)
         replica.num_bytes = end
 

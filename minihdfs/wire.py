@@ -109,21 +109,29 @@ def checksum_fn(kind: str):
     return zlib.crc32 if kind == "CRC32" else crc32c
 
 
+_SUMS: dict[int, struct.Struct] = {}
+
+
 def chunk_checksums(data: bytes | memoryview, bpc: int, fn=zlib.crc32) -> bytes:
     """One 4-byte big-endian checksum per `bpc`-byte chunk of `data`."""
     view = memoryview(data)
-    n = len(view)
-    return b"".join(fn(view[i:i + bpc]).to_bytes(4, "big") for i in range(0, n, bpc))
+    sums = [fn(view[i:i + bpc]) for i in range(0, len(view), bpc)]
+    packer = _SUMS.get(len(sums))
+    if packer is None:
+        packer = _SUMS.setdefault(len(sums), struct.Struct(f">{len(sums)}I"))
+    return packer.pack(*sums)
 
 
-def first_bad_chunk(data: bytes | memoryview, sums: bytes, bpc: int, fn=zlib.crc32) -> int:
+def first_bad_chunk(data: bytes | memoryview, sums: bytes | memoryview, bpc: int,
+                    fn=zlib.crc32) -> int:
     """Index of the first chunk whose checksum does not match, or -1."""
-    if sums == chunk_checksums(data, bpc, fn):
+    mine = chunk_checksums(data, bpc, fn)
+    if mine == sums:
         return -1
-    view = memoryview(data)
-    for k, i in enumerate(range(0, len(view), bpc)):
-        if fn(view[i:i + bpc]).to_bytes(4, "big") != sums[4 * k:4 * k + 4]:
-            return k
+    sums = bytes(sums)
+    for k in range(0, max(len(mine), len(sums)), 4):
+        if mine[k:k + 4] != sums[k:k + 4]:
+            return k // 4
     return -1
 
 
@@ -163,13 +171,21 @@ def recv_packet(sock: socket.socket, bpc: int) -> tuple[Packet, bytes]:
     (n,) = _LEN.unpack(raw_len)
     if n < _PACKET_HEADER.size or n > MAX_PACKET:
         raise MalformedFrame(f"packet frame of {n} bytes")
-    body = recv_exact(sock, n)
-    seqno, offset, flags, dlen = _PACKET_HEADER.unpack_from(body)
+    frame = bytearray(4 + n)
+    frame[:4] = raw_len
+    view = memoryview(frame)
+    got = 4
+    while got < len(frame):   # receive straight into the frame we forward to the mirror
+        r = sock.recv_into(view[got:], len(frame) - got)
+        if r == 0:
+            raise ConnectionClosed(f"connection closed after {got - 4} of {n} packet bytes")
+        got += r
+    seqno, offset, flags, dlen = _PACKET_HEADER.unpack_from(frame, 4)
     nsums = 4 * ((dlen + bpc - 1) // bpc)
     if _PACKET_HEADER.size + nsums + dlen != n or offset < 0 or flags & ~3:
         raise MalformedFrame(f"inconsistent packet header (len {n}, data {dlen}, offset {offset})")
-    h = _PACKET_HEADER.size
-    return Packet(seqno, offset, body[h + nsums:], body[h:h + nsums], flags), raw_len + body
+    h = 4 + _PACKET_HEADER.size
+    return Packet(seqno, offset, view[h + nsums:], view[h:h + nsums], flags), frame
 
 
 # -- pipeline acks ---------------------------------------------------------------------
