@@ -47,8 +47,10 @@ class LocalCluster:
 
     def __init__(self, directory: str, datanodes: int = 3, config: dict | None = None,
                  racks: dict[str, str] | None = None, host: str = "127.0.0.1",
-                 routes_for: Callable[[str], dict] | None = None, seed: int | None = None):
+                 routes_for: Callable[[str], dict] | None = None, seed: int | None = None,
+                 events_dir: str | None = None):
         self.dir = os.path.abspath(directory)
+        self.events_dir = os.path.abspath(events_dir or os.path.join(self.dir, "events"))
         self.host = host
         self.config_raw = dict(config or {})
         self.conf = Config(self.config_raw)
@@ -65,7 +67,7 @@ class LocalCluster:
                               "rack": racks.get(dn, "/default-rack")}
         for node, spec in self.nodes.items():
             spec["storage"] = os.path.join(self.dir, "storage", node)
-            spec["events"] = os.path.join(self.dir, "events", f"{node}.jsonl")
+            spec["events"] = os.path.join(self.events_dir, f"{node}.jsonl")
             spec["routes"] = os.path.join(self.dir, "routes", f"{node}.json")
             spec["stdout"] = os.path.join(self.dir, "logs", f"{node}.out")
 
@@ -81,8 +83,9 @@ class LocalCluster:
 
     # -- life cycle --------------------------------------------------------------------
 
-    def start(self, timeout: float = 60.0) -> "LocalCluster":
-        for sub in ("events", "routes", "logs", "storage"):
+    def start(self, timeout: float = 60.0, wait: bool = True) -> "LocalCluster":
+        os.makedirs(self.events_dir, exist_ok=True)
+        for sub in ("routes", "logs", "storage"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
         with open(os.path.join(self.dir, "config.json"), "w") as f:
             json.dump(self.config_raw, f, indent=1)
@@ -92,7 +95,8 @@ class LocalCluster:
         for dn in self.datanodes():
             self.start_node(dn)
         self.save()
-        self.wait_healthy(timeout)
+        if wait:
+            self.wait_healthy(timeout)
         return self
 
     def write_routes(self, node: str) -> None:
@@ -129,7 +133,7 @@ class LocalCluster:
                      config: dict | None = None, gate_dir: str | None = None) -> subprocess.Popen:
         """Start a workload client process (python -m minihdfs.node client) running `ops`."""
         spec = self.nodes.setdefault(client_id, {"role": "client"})
-        spec.update(events=os.path.join(self.dir, "events", f"{client_id}.jsonl"),
+        spec.update(events=os.path.join(self.events_dir, f"{client_id}.jsonl"),
                     routes=os.path.join(self.dir, "routes", f"{client_id}.json"),
                     stdout=os.path.join(self.dir, "logs", f"{client_id}.out"),
                     workload=os.path.join(self.dir, "workload", f"{client_id}.json"),
@@ -204,6 +208,7 @@ class LocalCluster:
     def save(self) -> None:
         os.makedirs(self.dir, exist_ok=True)
         doc = {"dir": self.dir, "host": self.host, "config": self.config_raw, "seed": self.seed,
+               "events_dir": self.events_dir,
                "nodes": self.nodes, "routes": self.direct_routes()}
         tmp = os.path.join(self.dir, "cluster.json.tmp")
         with open(tmp, "w") as f:
@@ -221,6 +226,7 @@ class LocalCluster:
                                "(start one with `python -m minihdfs.cluster up --dir DIR`)") from None
         self = cls.__new__(cls)
         self.dir, self.host, self.config_raw = doc["dir"], doc["host"], doc["config"]
+        self.events_dir = doc.get("events_dir", os.path.join(self.dir, "events"))
         self.conf = Config(self.config_raw)
         self.seed, self.nodes, self.procs, self.routes_for = doc.get("seed"), doc["nodes"], {}, None
         return self

@@ -36,7 +36,7 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05, what: str
 
 
 def events(cluster: LocalCluster, node: str, name: str | None = None, **where) -> list[dict]:
-    path = os.path.join(cluster.dir, "events", f"{node}.jsonl")
+    path = os.path.join(cluster.events_dir, f"{node}.jsonl")
     if not os.path.exists(path):
         return []
     out = []
@@ -50,7 +50,7 @@ def events(cluster: LocalCluster, node: str, name: str | None = None, **where) -
 
 def all_events(cluster: LocalCluster, name: str | None = None, **where) -> list[dict]:
     out = []
-    for f in os.listdir(os.path.join(cluster.dir, "events")):
+    for f in os.listdir(cluster.events_dir):
         out += events(cluster, f[:-len(".jsonl")], name, **where)
     return sorted(out, key=lambda e: e["ts"])
 

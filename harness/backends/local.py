@@ -1,0 +1,214 @@
+"""The local backend: every node a process on 127.0.0.1 (the mini-HDFS launcher), and
+Toxiproxy a local process with one proxy per directed link.
+
+While a run is live, its pids are listed in a state file under the reaper folder; the
+next run (or `hdfs-chaos cleanup`) kills what a killed harness left there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+
+import tenacity
+
+from faults.network import LinkMesh
+from faults.toxiproxy_server import ToxiproxyServer
+from minihdfs.cluster import ClusterError, LocalCluster
+
+from . import Backend, BackendError
+
+REAPER_DIR = os.path.join(tempfile.gettempdir(), f"hdfs-chaos-{os.getuid()}", "live")
+
+
+class LocalControl:
+    """NodeControl over a LocalCluster: the verbs node faults use."""
+
+    def __init__(self, cluster: LocalCluster, on_change):
+        self.cluster, self.on_change = cluster, on_change
+
+    def kill(self, node: str) -> None:
+        self.cluster.kill_node(node)
+
+    def stop(self, node: str) -> None:
+        self.cluster.stop_node(node)
+
+    def start(self, node: str) -> None:
+        if self.cluster.nodes[node]["role"] == "client":
+            raise ClusterError(f"{node} is a client: a crashed client is not started again")
+        self.cluster.start_node(node)
+        self.on_change()
+
+    def pause(self, node: str) -> None:
+        self.cluster.pause_node(node)
+
+    def resume(self, node: str) -> None:
+        self.cluster.resume_node(node)
+
+
+class LocalBackend(Backend):
+    name = "local"
+
+    def __init__(self, *args, keep: bool = False, **kw):
+        super().__init__(*args, **kw)
+        self.work_dir = os.path.join(self.run_dir, "work")
+        self.keep = keep
+        self.toxiproxy: ToxiproxyServer | None = None
+        self.cluster: LocalCluster | None = None
+        self.state_file = os.path.join(REAPER_DIR, f"{self.run_id}.json")
+
+    def start(self) -> None:
+        sc = self.scenario
+        os.makedirs(os.path.join(self.run_dir, "logs"), exist_ok=True)
+        self.progress("starting Toxiproxy")
+        try:
+            self.toxiproxy = ToxiproxyServer(
+                log_path=os.path.join(self.run_dir, "logs", "toxiproxy.log")).start()
+        except Exception as e:
+            raise BackendError(f"Toxiproxy could not start: {e} (run tools/build_toxiproxy.sh "
+                               "or put toxiproxy-server on PATH)") from e
+        self._save_state()
+        self.cluster = LocalCluster(self.work_dir, sc.cluster.datanodes, dict(sc.cluster.config),
+                                    dict(sc.cluster.racks), seed=self.seed,
+                                    events_dir=os.path.join(self.run_dir, "events"))
+        self.mesh = LinkMesh(self.toxiproxy.api(), self.cluster.direct_routes(),
+                             sc.client_ids).create()
+        self.cluster.routes_for = self.mesh.routes
+        self.control = LocalControl(self.cluster, self._save_state)
+        self.progress(f"starting the NameNode and {sc.cluster.datanodes} DataNodes")
+        try:
+            self.cluster.start(wait=False)
+        finally:
+            self._save_state()
+        self._wait_healthy()
+
+    def _wait_healthy(self) -> None:
+        retry = tenacity.Retrying(stop=tenacity.stop_after_delay(60),
+                                  wait=tenacity.wait_fixed(0.1), reraise=True,
+                                  retry=tenacity.retry_if_exception_type(ClusterError))
+        for attempt in retry:
+            with attempt:
+                self.cluster.wait_healthy(timeout=1.0)
+
+    def start_client(self, client_id: str, ops: list[dict]) -> None:
+        self.cluster.start_client(client_id, ops, seed=self.seed,
+                                  gate_dir=os.path.join(self.work_dir, "gates"))
+        self._save_state()
+
+    def open_gate(self, op_id: str) -> None:
+        gates = os.path.join(self.work_dir, "gates")
+        os.makedirs(gates, exist_ok=True)
+        with open(os.path.join(gates, op_id), "w"):
+            pass
+
+    def client_running(self, client_id: str) -> bool:
+        proc = self.cluster.procs.get(client_id)
+        return proc is not None and proc.poll() is None
+
+    def storage_path(self, datanode: str) -> str:
+        return self.cluster.nodes[datanode]["storage"]
+
+    def host_routes(self) -> dict:
+        return self.cluster.direct_routes()
+
+    def stop(self) -> None:
+        if self.cluster is not None:
+            for node, spec in list(self.cluster.nodes.items()):
+                if spec.get("pid"):
+                    try:
+                        self.cluster.stop_node(node, timeout=5.0)
+                    except (OSError, ClusterError):
+                        pass
+            for sub in ("logs",):   # node stdout/stderr go with the run's results
+                src = os.path.join(self.work_dir, sub)
+                if os.path.isdir(src):
+                    for name in os.listdir(src):
+                        shutil.copy(os.path.join(src, name), os.path.join(self.run_dir, "logs", name))
+        if self.mesh is not None:
+            try:
+                self.mesh.destroy()
+            except Exception:
+                pass
+        if self.toxiproxy is not None:
+            self.toxiproxy.stop()
+        if not self.keep:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+        try:
+            os.unlink(self.state_file)
+        except FileNotFoundError:
+            pass
+
+    def _save_state(self) -> None:
+        """Record every pid of this run, so that a later run can reap them if we die."""
+        os.makedirs(REAPER_DIR, exist_ok=True)
+        pids = []
+        if self.cluster is not None:
+            pids += [s["pid"] for s in self.cluster.nodes.values() if s.get("pid")]
+        if self.toxiproxy is not None and self.toxiproxy.process is not None:
+            pids.append(self.toxiproxy.process.pid)
+        doc = {"harness_pid": os.getpid(), "run_id": self.run_id, "pids": pids,
+               "work_dir": self.work_dir, "keep": self.keep}
+        tmp = self.state_file + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(doc, f)
+        os.replace(tmp, self.state_file)
+
+
+def _ours(pid: int) -> bool:
+    """A pid that is one of our node or Toxiproxy processes (never anything else)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ")
+    except OSError:
+        return False
+    return b"minihdfs.node" in cmd or b"toxiproxy" in cmd
+
+
+def _harness_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def reap_local() -> list[str]:
+    """Kill the processes of local runs whose harness is gone; remove their state."""
+    removed = []
+    if not os.path.isdir(REAPER_DIR):
+        return removed
+    for name in sorted(os.listdir(REAPER_DIR)):
+        path = os.path.join(REAPER_DIR, name)
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if doc.get("harness_pid") != os.getpid() and _harness_alive(doc.get("harness_pid", 0)):
+            continue   # a run in progress in another harness
+        for pid in doc.get("pids", []):
+            if _ours(pid):
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                    os.kill(pid, signal.SIGKILL)
+                    removed.append(f"process {pid} of run {doc.get('run_id')}")
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + 5
+        while any(_ours(p) and _harness_alive(p) for p in doc.get("pids", [])) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not doc.get("keep") and doc.get("work_dir"):
+            shutil.rmtree(doc["work_dir"], ignore_errors=True)
+        os.unlink(path)
+    return removed

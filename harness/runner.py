@@ -1,0 +1,492 @@
+"""The runner: one scenario, one run, one results folder (ARCHITECTURE.md, data flow).
+
+validate -> start Toxiproxy and the cluster (backend) -> start the workload clients ->
+fire faults from the trigger engine -> wait for the workload or the timeout -> heal
+everything -> wait for quiescence -> final_state.json -> stop and collect everything
+-> verify (verdict.json, report.html) in results/<run-id>/.
+
+Whatever happens (an exception, Ctrl-C, SIGTERM), every fault is healed and every
+process, proxy and port the run started is released before `run_scenario` returns.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import queue
+import random
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+import faults
+from faults.base import FaultError
+from faults.grudge import complete_grudge, directed
+from harness.backends import BackendError, cleanup_all, get_backend
+from harness.scenario import (AfterFault, AtTime, Scenario, ScenarioError, load_scenario)
+from harness.triggers import LogTailer, TriggerEngine
+from minihdfs import state as cluster_state
+from minihdfs.client import DFSClient
+from minihdfs.events import EventLog
+from minihdfs.routing import Routes
+from minihdfs.rpc import HdfsError
+
+Progress = Callable[[str], None]
+
+
+class RunError(RuntimeError):
+    """The run could not be carried out (not a failed verdict: a broken run)."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGINT: stop the run, clean up, report."""
+
+
+def _workload_ops(scenario: Scenario) -> dict[str, list[dict]]:
+    """The JSON ops of each client process; an op with a trigger other than 0s is gated."""
+    per_client: dict[str, list[dict]] = {}
+    for op in scenario.workload:
+        item = {"id": op.id, "op": op.op, "path": op.path, "size": op.size or 0,
+                "hflush_every": op.hflush_every, "close": op.close,
+                "gated": op.at != AtTime(0.0)}
+        if op.new_len is not None:
+            item["new_len"] = op.new_len
+        if op.op == "recover_lease":
+            item["timeout"] = max(10.0, scenario.timeout)
+        per_client.setdefault(op.client, []).append(item)
+    return per_client
+
+
+class Run:
+    """The state of one run; `execute()` drives it from start to verdict."""
+
+    def __init__(self, scenario: Scenario, backend: str, results_dir: str, seed: int | None,
+                 keep: bool, progress: Progress | None):
+        self.scenario = scenario
+        self.seed = seed if seed is not None else (
+            scenario.seed if scenario.seed is not None else random.randrange(1 << 31))
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.run_id = f"{scenario.name}-{stamp}-s{self.seed}"
+        base = os.path.join(results_dir, self.run_id)
+        n = 1
+        while os.path.exists(base if n == 1 else f"{base}-{n}"):
+            n += 1
+        self.run_dir = os.path.abspath(base if n == 1 else f"{base}-{n}")
+        self.run_id = os.path.basename(self.run_dir)
+        self.backend_name, self.keep = backend, keep
+        self.say = progress or (lambda msg: None)
+        self.events_dir = os.path.join(self.run_dir, "events")
+        os.makedirs(self.events_dir, exist_ok=True)
+        self.log = EventLog(os.path.join(self.events_dir, "harness.jsonl"), "harness", "harness")
+        self.backend = None
+        self.engine: TriggerEngine | None = None
+        self.firings: queue.Queue = queue.Queue()
+        self.active: dict[str, Any] = {}          # fault id -> faults.* object
+        self.fired: list[str] = []
+        self.errors: list[str] = []
+        self.ops_done: set[str] = set()
+        self.bytes_written = 0
+        self.start_ts = 0.0
+        self.phase = "start"
+
+    # -- the run -----------------------------------------------------------------------
+
+    def execute(self) -> dict:
+        sc = self.scenario
+        with open(os.path.join(self.run_dir, "scenario.yaml"), "w") as f:
+            f.write(sc.source_text or "")
+        self.log.emit("harness.run.start", scenario=sc.name, seed=self.seed,
+                      backend=self.backend_name, run_id=self.run_id)
+        status = "error"
+        previous = _install_signal_handlers()
+        try:
+            cleanup_all()
+            backend_cls = get_backend(self.backend_name)
+            kw = {"keep": self.keep}
+            self.backend = backend_cls(sc, self.run_id, self.run_dir, self.log, self.seed,
+                                       progress=self._progress, **kw)
+            self.phase = "cluster"
+            self.backend.start()
+            self.start_ts = time.time()
+            status = self._drive()
+        except Interrupted:
+            status = "interrupted"
+            self.errors.append("interrupted")
+        except (BackendError, RunError, FaultError, HdfsError, OSError) as e:
+            self.errors.append(f"{type(e).__name__}: {e}")
+            status = "error"
+        finally:
+            self._teardown()
+            _restore_signal_handlers(previous)
+        self.log.emit("harness.run.end", status=status, errors=self.errors,
+                      faults_fired=self.fired, bytes_written=self.bytes_written)
+        self.log.close()
+        self.status = status
+        return self._verify(status)
+
+    def _progress(self, message: str) -> None:
+        self.say(f"{self.scenario.name}: {message}")
+
+    def _drive(self) -> str:
+        sc = self.scenario
+        engine = self.engine = TriggerEngine(self.events_dir, self.start_ts, self._on_fire)
+        for fault in sc.faults:
+            engine.add(("inject", fault.id), fault.at)
+            if fault.heal_trigger is not None:
+                engine.add(("heal", fault.id), fault.heal_trigger)
+        for op in sc.workload:
+            if op.at != AtTime(0.0):
+                engine.add(("op", op.id), op.at)
+        engine.start()
+        self.phase = "workload"
+        for client, ops in _workload_ops(sc).items():
+            self.backend.start_client(client, ops)
+        deadline = self.start_ts + sc.timeout
+        tailer = LogTailer([self.events_dir])
+        last_report = 0.0
+        status = "timeout"
+        try:
+            while time.time() < deadline:
+                self._account(tailer.read_new())
+                self._handle_firings(timeout=0.05)
+                if time.time() - last_report > 1.0:
+                    last_report = time.time()
+                    self._progress(self._status_line())
+                if self._workload_done() and not self._inject_pending():
+                    status = "completed"
+                    break
+        finally:
+            self._account(tailer.read_new())
+            tailer.close()
+        if status == "timeout":
+            self.errors.append(f"the workload did not finish within the scenario timeout "
+                               f"({sc.timeout:.0f}s); pending: {self._pending_text()}")
+        self._heal_everything()
+        self._wait_quiescent(deadline)
+        self._write_final_state()
+        return status
+
+    # -- workload and triggers ---------------------------------------------------------
+
+    def _account(self, events: list[dict]) -> None:
+        for e in events:
+            name = e.get("event")
+            if name == "client.write":
+                self.bytes_written += e.get("len") or 0
+            elif name == "client.op.end":
+                self.ops_done.add(e.get("op_id"))
+
+    def _workload_done(self) -> bool:
+        for op in self.scenario.workload:
+            if op.id not in self.ops_done and self.backend.client_running(op.client):
+                return False
+        return True
+
+    def _inject_pending(self) -> bool:
+        return any(k[0] in ("inject", "op") for k in self.engine.pending()) \
+            or not self.firings.empty()
+
+    def _pending_text(self) -> str:
+        waiting = [f"{k[0]} {k[1]}" for k in self.engine.pending() if k[0] in ("inject", "op")]
+        ops = [op.id for op in self.scenario.workload if op.id not in self.ops_done]
+        return ", ".join(waiting + [f"op {o} unfinished" for o in ops]) or "nothing"
+
+    def _status_line(self) -> str:
+        elapsed = time.time() - self.start_ts
+        return (f"{self.phase} {elapsed:5.1f}s | faults fired {len(self.fired)}/"
+                f"{len(self.scenario.faults)} | written {self.bytes_written / 1048576:.1f} MiB "
+                f"| ops done {len(self.ops_done)}/{len(self.scenario.workload)}")
+
+    def _on_fire(self, key, firing) -> None:
+        # runs on the engine thread: hand over, act in the runner's thread
+        self.firings.put((key, firing))
+
+    def _handle_firings(self, timeout: float) -> None:
+        try:
+            key, firing = self.firings.get(timeout=timeout)
+        except queue.Empty:
+            return
+        kind, ident = key
+        fields = firing.log_fields() if hasattr(firing, "log_fields") else {}
+        fields["fault"] = ident
+        self.log.emit("harness.trigger", action=kind, **fields)
+        if kind == "op":
+            self.backend.open_gate(ident)
+            client = self.scenario.operation(ident).client
+            self.log.emit("harness.workload.start", op_id=ident, client=client)
+        elif kind == "inject":
+            self._inject(ident)
+        elif kind == "heal":
+            fault = self.active.get(ident)
+            if fault is not None:
+                self._safely(fault.heal, ident)
+
+    def _inject(self, fault_id: str) -> None:
+        spec = self.scenario.fault(fault_id)
+        if spec.kind == "heal":
+            target = self.active.get(spec.fault)
+            if target is not None:
+                self._safely(target.heal, fault_id)
+            self.fired.append(fault_id)
+            self.engine.notify_fired(fault_id)
+            return
+        try:
+            fault = self._build_fault(spec)
+            fault.inject()
+        except (FaultError, BackendError, HdfsError, OSError, ValueError) as e:
+            self.errors.append(f"fault {fault_id}: {e}")
+            self.log.emit("harness.fault.error", fault=fault_id, kind=spec.kind,
+                          error=type(e).__name__, reason=str(e))
+            return
+        self.active[fault_id] = fault
+        self.fired.append(fault_id)
+        self.engine.notify_fired(fault_id)
+        self._progress(f"fault {fault_id} ({spec.kind}) injected")
+
+    def _safely(self, action, fault_id: str) -> None:
+        try:
+            action()
+        except Exception as e:
+            self.errors.append(f"heal {fault_id}: {e}")
+            self.log.emit("harness.fault.error", fault=fault_id, kind="heal",
+                          error=type(e).__name__, reason=str(e))
+
+    def _build_fault(self, spec):
+        """From the scenario's fault (data) to a fault object that acts on this run."""
+        common = {"log": self.log, "fault_id": spec.id}
+        net = {"mesh": self.backend.mesh, **common}
+        ctl = {"control": self.backend.control, **common}
+        kind = spec.kind
+        if kind == "partition":
+            grudge = complete_grudge(spec.between) if spec.between else directed(spec.links)
+            return faults.Partition(grudge, spec.mode, **net)
+        if kind == "latency":
+            return faults.Latency(spec.links, spec.latency, spec.jitter, **net)
+        if kind == "bandwidth":
+            return faults.Bandwidth(spec.links, spec.rate, **net)
+        if kind == "cut_after_bytes":
+            return faults.CutAfterBytes(spec.links, spec.bytes, **net)
+        if kind == "reset_peer":
+            return faults.ResetPeer(spec.links, spec.timeout, **net)
+        if kind == "slicer":
+            return faults.Slicer(spec.links, spec.average_size, spec.size_variation,
+                                 spec.delay, **net)
+        if kind == "kill":
+            return faults.Kill(spec.target, **ctl)
+        if kind == "restart":
+            return faults.Restart(spec.target, spec.down, **ctl)
+        if kind == "pause":
+            return faults.Pause(spec.target, **ctl)
+        if kind == "resume":
+            return faults.Resume(spec.target, **ctl)
+        if kind == "crash_client":
+            return faults.CrashClient(spec.target, **ctl)
+        if kind == "disconnect":
+            return self.backend.disconnect_fault(spec.target, **common) \
+                if hasattr(self.backend, "disconnect_fault") else _raise(BackendError(
+                    f"fault {spec.id}: disconnect needs --backend docker"))
+        if kind in ("corrupt_replica", "delete_replica"):
+            block = spec.block if spec.block is not None else self._block_of(spec.file, spec.index)
+            cls = faults.CorruptReplica if kind == "corrupt_replica" else faults.DeleteReplica
+            extra = {"seed": self.seed} if kind == "corrupt_replica" else {}
+            return cls(self.backend.storage_path(spec.target), block, node=spec.target,
+                       **extra, **common)
+        raise RunError(f"fault kind {kind!r} is not supported by the runner")
+
+    def _block_of(self, path: str, index: int) -> int:
+        client = self._harness_client()
+        try:
+            blocks = client.nn_call("getBlockLocations", path=path)["blocks"]
+        finally:
+            client.close()
+        try:
+            return blocks[index]["block"]
+        except IndexError:
+            raise FaultError(f"{path} has {len(blocks)} blocks; there is no block {index}") from None
+
+    def _harness_client(self) -> DFSClient:
+        return DFSClient("harness", Routes(self.backend.host_routes()),
+                         self.scenario.hadoop_config(), EventLog(None, "harness", "client"),
+                         holder="hdfs-chaos-harness")
+
+    # -- the end of a run --------------------------------------------------------------
+
+    def _heal_everything(self) -> None:
+        """Heal every fault still active (latest first), lift every toxic, stop clients."""
+        self.phase = "heal"
+        if self.engine is not None:
+            self.engine.stop()
+        while not self.firings.empty():   # a firing already handed over but not acted on
+            self.firings.get_nowait()
+        for fault_id in reversed(list(self.active)):
+            self._safely(self.active[fault_id].heal, fault_id)
+        if self.backend is not None and self.backend.mesh is not None:
+            try:
+                self.backend.mesh.reset()
+            except Exception as e:
+                self.errors.append(f"mesh reset: {e}")
+        if self.backend is not None:
+            for client in self.scenario.client_ids:
+                if self.backend.client_running(client):
+                    # a client still holding files open stops; its leases expire
+                    self.backend.control.stop(client)
+                    self.log.emit("harness.node.stop", target=client)
+
+    def _wait_quiescent(self, deadline: float) -> None:
+        """Until every file is closed and every COMPLETE block fully replicated, or time's up."""
+        self.phase = "quiescence"
+        start = time.time()
+        limit = max(deadline, start + 5.0)
+        client = self._harness_client()
+        reached, why = False, "not checked"
+        try:
+            while True:
+                try:
+                    st = client.nn_call("getClusterState", retries=0)
+                    why = _not_quiet(st)
+                    reached = why is None
+                except (OSError, EOFError, HdfsError) as e:
+                    why = f"NameNode not answering: {e}"
+                if reached or time.time() >= limit:
+                    break
+                self._progress(f"waiting for quiescence: {why}")
+                time.sleep(0.5)
+        finally:
+            client.close()
+        self.log.emit("harness.quiescent", waited=round(time.time() - start, 3), reached=reached,
+                      reason=why)
+        if not reached:
+            self.errors.append(f"no quiescence: {why}")
+
+    def _write_final_state(self) -> None:
+        self.phase = "final state"
+        client = self._harness_client()
+        try:
+            storages = {dn: self.backend.storage_path(dn) for dn in self.scenario.datanode_ids}
+            doc = cluster_state.final_state(client, storages)
+        finally:
+            client.close()
+        with open(os.path.join(self.run_dir, "final_state.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+
+    def _teardown(self) -> None:
+        self.phase = "stop"
+        try:
+            if self.engine is not None:
+                self.engine.stop()
+            for fault_id in reversed(list(self.active)):
+                self._safely(self.active[fault_id].heal, fault_id)
+        finally:
+            if self.backend is not None:
+                self._progress("stopping the cluster")
+                self.backend.stop()
+
+    def _verify(self, status: str) -> dict:
+        self.phase = "verify"
+        self._progress("verifying")
+        verdict: dict
+        try:
+            from harness.reconcile.api import build_run_report, verify_runs
+        except ImportError as e:
+            verdict = {"scenario": self.scenario.name, "run_id": self.run_id, "passed": False,
+                       "checks": [], "expect": [], "metrics": {},
+                       "error": f"the verifier is not available: {e}"}
+        else:
+            verdict = verify_runs([self.run_dir])[0]
+            try:
+                build_run_report(self.run_dir)
+            except Exception as e:   # a report is a convenience; the verdict stands
+                verdict.setdefault("warnings", []).append(f"report: {e}")
+        if status != "completed" or self.errors:
+            verdict["run_status"] = status
+            verdict["run_errors"] = self.errors
+            if status in ("error", "interrupted"):
+                verdict["passed"] = False
+        verdict["run_dir"] = self.run_dir
+        with open(os.path.join(self.run_dir, "verdict.json"), "w") as f:
+            json.dump({k: v for k, v in verdict.items() if k != "run_dir"}, f, indent=1)
+        return verdict
+
+
+def _not_quiet(st: dict) -> str | None:
+    live = {d["dn"] for d in st.get("datanodes", []) if d["state"] == "live"}
+    for f in st["files"]:
+        if not f["closed"]:
+            return f"{f['path']} is still open (lease {f['holder']})"
+        for b in f["blocks"]:
+            valid = [dn for dn in b["locations"] if dn in live]
+            if b["state"] == "COMPLETE" and len(valid) < min(f["replication"], len(live)):
+                return f"block {b['block']} of {f['path']} has {len(valid)} of {f['replication']} replicas"
+            if b["state"] != "COMPLETE":
+                return f"block {b['block']} of {f['path']} is {b['state']}"
+            stale = [dn for dn, r in b.get("replicas", {}).items()
+                     if dn in live and dn not in b["locations"]]
+            if stale:
+                return f"stale replicas of block {b['block']} on {stale} not yet invalidated"
+    return None
+
+
+def _raise(e: Exception):
+    raise e
+
+
+def _install_signal_handlers():
+    """SIGTERM (and SIGINT) end the run through the normal teardown."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise Interrupted(signal.Signals(signum).name)
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+
+def _restore_signal_handlers(previous) -> None:
+    for sig, old in (previous or {}).items():
+        signal.signal(sig, old)
+
+
+def run_scenario(scenario: Scenario | str, backend: str = "local", results_dir: str = "results",
+                 seed: int | None = None, keep: bool = False,
+                 progress: Progress | None = None) -> dict:
+    """Run one scenario (a Scenario or a YAML path); returns its verdict (verdict.json)."""
+    if isinstance(scenario, str):
+        scenario = load_scenario(scenario)
+    return Run(scenario, backend, results_dir, seed, keep, progress).execute()
+
+
+def run_scenarios(files: list[str], backend: str = "local", results_dir: str = "results",
+                  seed: int | None = None, keep: bool = False,
+                  progress: Progress | None = None) -> list[dict]:
+    """Validate every file first (nothing runs if one is invalid), then run them in turn,
+    printing one result line per scenario."""
+    from harness.scenario import validate_files
+    scenarios, issues = validate_files(files)
+    if issues:
+        raise ScenarioError(issues)
+    verdicts = []
+    for path in files:
+        verdict = run_scenario(scenarios[path], backend, results_dir, seed, keep, progress)
+        verdicts.append(verdict)
+        print(result_line(verdict), flush=True)
+    return verdicts
+
+
+def result_line(verdict: dict) -> str:
+    """One line per scenario: PASS/FAIL, name, failed checks, where the results are."""
+    mark = "PASS" if verdict.get("passed") else "FAIL"
+    failed = [c["id"] for c in verdict.get("checks", []) if c.get("status") == "fail"]
+    bad_expect = [e["what"] for e in verdict.get("expect", []) if e.get("status") == "fail"]
+    detail = []
+    if failed:
+        detail.append("failed checks " + ",".join(failed))
+    if bad_expect:
+        detail.append("unmet: " + "; ".join(bad_expect))
+    if verdict.get("error"):
+        detail.append(verdict["error"])
+    if verdict.get("run_status") and verdict["run_status"] != "completed":
+        detail.append(f"run {verdict['run_status']}: " + "; ".join(verdict.get("run_errors", [])))
+    return f"{mark} {verdict.get('scenario')} ({os.path.relpath(verdict.get('run_dir', '.'))})" \
+        + (f" — {' | '.join(detail)}" if detail else "")
