@@ -10,6 +10,7 @@ import os
 import random
 import socket
 import struct
+import threading
 import zlib
 
 import pytest
@@ -315,6 +316,12 @@ def test_killed_datanode_is_declared_dead_and_its_blocks_re_replicated(make_clus
     assert {e["block"] for e in scheduled} >= set(lost)
     assert all(e["target"] != victim for e in scheduled)
     assert c.read("/dead/file") == data
+    # the dead node comes back with its old replicas: the excess ones are invalidated
+    cluster.start_node(victim)
+    wait_for(lambda: events(cluster, "nn", "nn.dn.alive", dn=victim), 60,
+             what=f"{victim} to register again")
+    report = wait_healthy_file(cluster, c, "/dead/file", data, timeout=90)
+    assert c.read("/dead/file") == data
 
 
 # -- corruption ------------------------------------------------------------------------
@@ -352,6 +359,34 @@ def test_corrupt_replica_is_detected_on_read_and_replaced(make_cluster, clients)
     assert events(cluster, victim, "dn.replica.state", block=blk["block"], state="DELETED")
     assert events(cluster, "nn", "nn.replication.schedule", block=blk["block"], target=victim)
     assert c.read("/corrupt/file") == data
+
+
+def test_truncated_replica_is_neither_read_short_nor_hangs_the_reader(make_cluster, clients):
+    """A FINALIZED replica whose data file lost its tail (a disk fault): the reader must
+    get the right bytes from another replica, in bounded time."""
+    cluster = make_cluster()
+    c = client(cluster, "c1")
+    clients.append(c)
+    data = payload(600 * KiB, seed=14)
+    write_file(c, "/truncated/file", data)
+    wait_healthy_file(cluster, c, "/truncated/file", data)
+    blk = c.nn_call("getBlockLocations", path="/truncated/file", client_machine=c.id)["blocks"][0]
+    victim = blk["locations"][0]              # the replica the reader tries first
+    os.truncate(os.path.join(cluster.nodes[victim]["storage"], "current", "finalized",
+                             f"blk_{blk['block']}"), 100 * KiB)
+    result: dict = {}
+
+    def read():
+        try:
+            result["data"] = c.read("/truncated/file")
+        except Exception as e:  # noqa: BLE001 - reported below
+            result["error"] = e
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(60)
+    assert not reader.is_alive(), f"the read of a truncated replica on {victim} hangs"
+    assert "data" in result, result
+    assert result["data"] == data
 
 
 # -- garbage on every port -------------------------------------------------------------
@@ -459,3 +494,28 @@ def test_garbage_on_every_port_leaves_every_daemon_serving(make_cluster, clients
     write_file(c, "/after/garbage", data)
     assert c.read("/after/garbage") == data
     wait_healthy_file(cluster, c, "/after/garbage", data)
+
+
+def test_append_at_a_block_boundary_and_to_an_empty_file(make_cluster, clients):
+    cluster = make_cluster()
+    c = client(cluster, "c1")
+    clients.append(c)
+    full = payload(MiB, seed=13)                 # the last block is full: a new block
+    write_file(c, "/full", full)
+    stream = c.append("/full")
+    stream.write(b"0123456789")
+    stream.close()
+    assert c.read("/full") == full + b"0123456789"
+    report = wait_healthy_file(cluster, c, "/full", full + b"0123456789")
+    assert [b["len"] for b in report["blocks"]] == [MiB, 10]
+    write_file(c, "/was-empty", b"")             # no block at all yet
+    stream = c.append("/was-empty")
+    stream.write(b"first bytes")
+    stream.close()
+    assert c.read("/was-empty") == b"first bytes"
+    wait_healthy_file(cluster, c, "/was-empty", b"first bytes")
+    # appending nothing leaves the file as it was
+    stream = c.append("/full")
+    stream.close()
+    assert c.read("/full") == full + b"0123456789"
+    assert c.info("/full")["closed"] is True
