@@ -246,6 +246,23 @@ def test_bad_configuration_is_refused_with_one_line(shell_cluster, pair, words):
     assert not os.path.exists(sc.json)         # nothing was started
 
 
+def test_bad_rack_is_refused_with_one_line_naming_the_option(shell_cluster):
+    sc = shell_cluster(up=False)
+    proc = run("minihdfs.cluster", "up", "--datanodes", "1", "--dir", sc.dir, "--rack", "dn1")
+    assert proc.returncode == 2
+    line = one_line(proc.stderr)
+    assert "--rack" in line or "DN=/RACK" in line, line
+    assert not os.path.exists(sc.json)
+
+
+def test_bad_size_option_of_the_shell_is_refused(tmp_path):
+    proc = run("minihdfs.shell", "--cluster", str(tmp_path / "c.json"), "put", "-", "/x",
+               "--hflush-every", "lots", stdin=b"")
+    assert proc.returncode == 2
+    last = proc.stderr.decode().strip().splitlines()[-1]
+    assert "--hflush-every" in last and "lots" in last
+
+
 def test_unknown_node_and_missing_cluster_are_refused(shell_cluster, tmp_path):
     sc = shell_cluster(up=False)
     proc = run("minihdfs.cluster", "restart", "dn1", "--dir", str(tmp_path / "nothing"))

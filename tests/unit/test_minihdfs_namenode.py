@@ -496,3 +496,39 @@ def test_torn_last_line_of_the_edit_log_is_ignored(tmp_path, namenodes):
     namenodes.append(nn3)
     assert nn3.rpc_getFileInfo("/after")["holder"] == "c2"
     assert "/kept" in nn3.files
+
+
+def test_restart_keeps_an_append_and_a_pipeline_update(tmp_path, namenodes):
+    nn = new_namenode(tmp_path / "nn")
+    namenodes.append(nn)
+    nn.rpc_create("/app", "c1", replication=3)
+    last = write_block(nn, "/app", "c1", 700)
+    assert nn.rpc_complete("/app", "c1", last=last)
+    lb = nn.rpc_append("/app", "c2")["last_block"]
+    new_gs = nn.rpc_updateBlockForPipeline(lb["block"], "c2")["gs"]
+    assert nn.rpc_updatePipeline("c2", last, dict(last, gs=new_gs), lb["locations"][:2])
+    nn._stopped.set()                                   # crash
+    nn2 = new_namenode(tmp_path / "nn")
+    namenodes.append(nn2)
+    info = nn2.rpc_getFileInfo("/app")
+    assert info["closed"] is False and info["holder"] == "c2" and info["len"] == 700
+    block = nn2.blocks[last["block"]]
+    assert (block.state, block.gs, block.num_bytes) == (UNDER_CONSTRUCTION, new_gs, 700)
+    assert nn2.last_gs >= new_gs
+    assert nn2.leases.get_by_path("/app").holder == "c2"
+    assert nn2.rpc_updateBlockForPipeline(last["block"], "c2")["gs"] > new_gs
+
+
+def test_restart_of_a_file_appended_at_a_block_boundary(tmp_path, namenodes):
+    nn = new_namenode(tmp_path / "nn")
+    namenodes.append(nn)
+    nn.rpc_create("/full", "c1", replication=1, block_size=1024)
+    last = write_block(nn, "/full", "c1", 1024)
+    assert nn.rpc_complete("/full", "c1", last=last)
+    assert nn.rpc_append("/full", "c2")["last_block"] is None
+    nn._stopped.set()
+    nn2 = new_namenode(tmp_path / "nn")
+    namenodes.append(nn2)
+    assert nn2.rpc_getFileInfo("/full")["holder"] == "c2"
+    assert nn2.blocks[last["block"]].state == COMPLETE     # a full block stays COMPLETE
+    assert nn2.rpc_complete("/full", "c2", last=None) is True
