@@ -10,7 +10,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
