@@ -7,7 +7,9 @@ verdict did not pass, and the failure is told in the scenario's terms: which che
 failed with their evidence rows, which expectations were not met, where the run's
 results are. An invalid scenario fails with its validation messages.
 
-Options: `--backend local|docker` (default local), `--results DIR` (default results).
+Options: `--backend local|docker|all` (default local; `all` runs every scenario on both
+backends, the docker runs skipped when no Docker engine answers), `--results DIR`
+(default results).
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ EVIDENCE_ROWS = 10
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hdfs-chaos", "hdfs-chaos scenarios")
-    group.addoption("--backend", choices=("local", "docker"), default="local",
-                    help="where scenario clusters run: local processes or docker containers")
+    group.addoption("--backend", choices=("local", "docker", "all"), default="local",
+                    help="where scenario clusters run: local processes, docker containers, "
+                         "or all (both; docker skipped without an engine)")
     group.addoption("--results", default="results", metavar="DIR",
                     help="folder for the run folders of scenarios (default: results)")
 
@@ -65,11 +68,16 @@ class ScenarioFile(pytest.File):
         shown = os.path.relpath(self.path, self.config.invocation_params.dir)
         issues = [dataclasses.replace(issue, file=shown) for issue in issues]
         name = scenario.name if scenario is not None else self.path.stem
-        item = ScenarioItem.from_parent(self, name=name, scenario=scenario, issues=issues)
-        item.add_marker(pytest.mark.scenario)
-        if self.config.getoption("backend", "local") == "docker":
-            item.add_marker(pytest.mark.docker)
-        yield item
+        option = self.config.getoption("backend", "local")
+        backends = ("local", "docker") if option == "all" else (option,)
+        for backend in backends:
+            item = ScenarioItem.from_parent(
+                self, name=name if len(backends) == 1 else f"{name}[{backend}]",
+                scenario=scenario, issues=issues, backend=backend)
+            item.add_marker(pytest.mark.scenario)
+            if backend == "docker":
+                item.add_marker(pytest.mark.docker)
+            yield item
 
 
 class ScenarioInvalid(Exception):
@@ -96,8 +104,9 @@ class RunnerMissing(Exception):
 class ScenarioItem(pytest.Item):
     """Runs one scenario and passes when its verdict passes."""
 
-    def __init__(self, *, scenario: Scenario | None, issues, **kwargs):
+    def __init__(self, *, scenario: Scenario | None, issues, backend: str = "local", **kwargs):
         super().__init__(**kwargs)
+        self.backend = backend
         self.scenario = scenario
         self.issues = issues
         self.verdict: Any = None
@@ -110,9 +119,12 @@ class ScenarioItem(pytest.Item):
         except ImportError as e:
             raise RunnerMissing(f"cannot run scenarios: harness.runner is not available "
                                 f"({e})") from None
+        if self.backend == "docker" and self.config.getoption("backend") == "all":
+            reason = _docker_missing()
+            if reason:
+                pytest.skip(f"docker backend: {reason}")
         results = self.config.getoption("results", "results")
-        self.verdict = run_scenario(self.scenario, backend=self.config.getoption("backend"),
-                                    results_dir=results)
+        self.verdict = run_scenario(self.scenario, backend=self.backend, results_dir=results)
         if not _get(self.verdict, "passed", False):
             raise ScenarioFailed(self.scenario, self.verdict)
 
@@ -131,6 +143,22 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"scenario: {self.name}"
+
+
+_DOCKER_STATE: list = []
+
+
+def _docker_missing() -> str | None:
+    """Why docker runs cannot happen here (no engine answers), or None; asked once."""
+    if not _DOCKER_STATE:
+        try:
+            import docker
+            docker.from_env(timeout=5).ping()
+            _DOCKER_STATE.append(None)
+        except Exception as e:
+            _DOCKER_STATE.append(f"no Docker engine answers ({type(e).__name__}); "
+                                 "run tools/setup_docker.sh as root to start one")
+    return _DOCKER_STATE[0]
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -169,6 +197,10 @@ def describe_failure(scenario: Scenario, verdict: Any) -> str:
             lines.append(f"  expect {_get(expectation, 'what')}: "
                          f"{str(_get(expectation, 'status')).upper()}"
                          + (f" ({detail})" if detail is not None else ""))
+    for error in _get(verdict, "run_errors", None) or []:
+        lines.append(f"  run: {error}")
+    if _get(verdict, "error"):
+        lines.append(f"  {_get(verdict, 'error')}")
     if len(lines) == 1 + bool(where):
         lines.append("  the verdict did not pass, but names no failed check or expectation")
     return "\n".join(lines)

@@ -23,6 +23,7 @@ NAMENODE = {
     "nn.block.abandon",        # {path, block, gs}
     "nn.replica.corrupt",      # {dn, block, gs, reason}
     "nn.dn.alive",             # {dn}: a stale or dead node heard from again
+    "nn.internal_error",       # {reason}: a bug caught, the daemon goes on
 }
 
 DATANODE = {
@@ -38,6 +39,8 @@ DATANODE = {
     "dn.recovery.command",     # {block, recovery_id, pipeline}: recover-block received
     "dn.recovery.error",       # {block, recovery_id, error}
     "dn.replica.invalidate",   # {block, gs}
+    "dn.replica.short",        # {block, gs, len, offset}: data file shorter than recorded
+    "dn.internal_error",       # {reason}: a bug caught, the daemon goes on
 }
 
 CLIENT = {

@@ -193,7 +193,12 @@ class DFSClient:
                 bad = wire.first_bad_chunk(packet.data, packet.sums, bpc, self.crc)
                 if bad >= 0:
                     raise ChecksumMismatch(packet.offset + bad * bpc)
-                buf += packet.data[len(buf) - packet.offset:] if packet.offset < len(buf) else packet.data
+                if packet.offset > len(buf) or (not packet.data):
+                    raise IOError(f"{dn} sent a packet at offset {packet.offset} after "
+                                  f"{len(buf)} bytes of block {blk['block']}")
+                buf += packet.data[len(buf) - packet.offset:]
+            if len(buf) < length:
+                raise IOError(f"{dn} sent {len(buf)} of the {length} bytes of block {blk['block']}")
             return bytes(buf[:length])
 
 

@@ -342,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.datanodes < 1:
                 raise ClusterError("--datanodes must be at least 1")
             conf = Config.from_pairs(args.config)
+            bad = [r for r in args.rack if "=" not in r or not r.split("=", 1)[1].startswith("/")]
+            if bad:
+                raise ClusterError(f"--rack {bad[0]!r}: expected DN=/RACK, e.g. --rack dn1=/r1")
             racks = dict(r.split("=", 1) for r in args.rack)
             cluster = LocalCluster(args.dir, args.datanodes, conf.raw, racks)
             try:

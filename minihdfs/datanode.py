@@ -338,10 +338,21 @@ class DataNode:
         pos, seq = offset, 0
         while pos < offset + length:
             n = min(step, offset + length - pos)
-            data, sums, start = self.data.read_chunks(replica, pos, n)
+            data, sums, start = self._read_some(replica, pos, n)
             conn.sendall(wire.Packet(seq, start, data, sums).encode())
             pos, seq = start + len(data), seq + 1
         conn.sendall(wire.Packet(seq, pos, b"", b"", wire.FLAG_LAST).encode())
+
+    def _read_some(self, replica: ReplicaInfo, pos: int, n: int):
+        """read_chunks that fails when the replica on disk is shorter than we think
+        (a truncated or damaged file): never an endless run of empty packets."""
+        data, sums, start = self.data.read_chunks(replica, pos, n)
+        if start + len(data) <= pos:
+            self.emit("dn.replica.short", block=replica.block, gs=replica.gs,
+                      len=replica.num_bytes, offset=pos)
+            raise OSError(f"replica of block {replica.block} ends before offset {pos} "
+                          f"(expected {replica.num_bytes} bytes)")
+        return data, sums, start
 
     def _transfer_block(self, conn: socket.socket, h: dict) -> None:
         """TRANSFER_BLOCK from a client: copy our replica to `targets` (pipeline recovery)."""
@@ -389,7 +400,7 @@ class DataNode:
             pos, seq = 0, 0
             while pos < length:
                 n = min(step, length - pos)
-                data, sums, start = self.data.read_chunks(replica, pos, n)
+                data, sums, start = self._read_some(replica, pos, n)
                 sock.sendall(wire.Packet(seq, start, data, sums).encode())
                 pos, seq = start + len(data), seq + 1
             sock.sendall(wire.Packet(seq, pos, b"", b"", wire.FLAG_LAST).encode())

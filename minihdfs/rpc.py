@@ -9,6 +9,7 @@ A server exposes the `rpc_<op>` methods of a handler object. A reply is either
 from __future__ import annotations
 
 import itertools
+import select
 import socket
 import threading
 import traceback
@@ -48,6 +49,15 @@ def remote_error(name: str, message: str) -> HdfsError:
 
 class ConnectError(OSError):
     """The peer could not be reached; the request was not sent, so it is safe to retry."""
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """An idle kept-alive connection is readable only if the peer closed (or reset) it."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 class RpcServer:
@@ -138,6 +148,8 @@ class RpcClient:
     def call(self, op: str, timeout: float | None = None, **args: Any) -> Any:
         with self._lock:
             rid = next(self._ids)
+            if self._sock is not None and _closed_by_peer(self._sock):
+                self._drop()   # e.g. the server restarted while the connection sat idle
             try:
                 if self._sock is None:
                     try:
