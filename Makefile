@@ -1,0 +1,31 @@
+# The two commands of the README. Both set everything up first (tools/setup.sh is
+# idempotent: a second run takes seconds).
+
+.PHONY: run test setup bench clean
+
+# The main job: the scenario library on the local backend, a verdict per scenario,
+# and a suite report over all runs, in results/.
+run:
+	tools/setup.sh
+	.venv/bin/hdfs-chaos run scenarios/*.yaml --results results
+	.venv/bin/hdfs-chaos report results/*/ --out results
+
+# All tests (tox): unit, integration, verifier, the scenario library on the local
+# backend, and on the docker backend where a Docker engine answers (setup starts one
+# when it can).
+test:
+	tools/setup.sh --docker
+	.venv/bin/tox
+
+setup:
+	tools/setup.sh --docker
+
+bench:
+	tools/setup.sh
+	.venv/bin/python benchmarks/bench_write.py
+	.venv/bin/python benchmarks/bench_verifier.py --events 10000000
+	.venv/bin/python benchmarks/bench_backends.py
+
+clean:
+	.venv/bin/hdfs-chaos cleanup || true
+	rm -rf .tox .pytest_cache
