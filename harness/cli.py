@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -254,8 +255,40 @@ def _exit_for(outcome: Any) -> int:
     return EXIT_OK if all(_passed(v) for v in verdicts) else EXIT_FAILED
 
 
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+class _Progress:
+    """Progress on stderr: lasting lines (a fault fired, a phase began), and a status
+    line (phase, faults fired, bytes written) that a terminal redraws in place and a
+    log gets at most every few seconds."""
+
+    def __init__(self, stream=None, every: float = 5.0):
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.every = every
+        self._last = 0.0
+        self._drawn = False
+
+    def __call__(self, message: str) -> None:
+        self._clear()
+        print(message, file=self.stream, flush=True)
+
+    def transient(self, message: str) -> None:
+        import time
+        if self.tty:
+            width = shutil.get_terminal_size((100, 20)).columns - 1
+            self.stream.write("\r\033[K" + message[:width])
+            self.stream.flush()
+            self._drawn = True
+        elif time.monotonic() - self._last >= self.every:
+            self._last = time.monotonic()
+            print(message, file=self.stream, flush=True)
+
+    def _clear(self) -> None:
+        if self._drawn:
+            self.stream.write("\r\033[K")
+            self._drawn = False
+
+
+_progress = _Progress()
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from typing import Any, Callable
 
 import faults
@@ -118,6 +119,12 @@ class Run:
         except (BackendError, RunError, FaultError, HdfsError, OSError) as e:
             self.errors.append(f"{type(e).__name__}: {e}")
             status = "error"
+        except Exception as e:   # a bug or an unforeseen failure: this run fails, not the suite
+            self.errors.append(f"{type(e).__name__}: {e} (traceback in logs/harness-error.txt)")
+            os.makedirs(os.path.join(self.run_dir, "logs"), exist_ok=True)
+            with open(os.path.join(self.run_dir, "logs", "harness-error.txt"), "w") as f:
+                traceback.print_exc(file=f)
+            status = "error"
         finally:
             self._teardown()
             _restore_signal_handlers(previous)
@@ -127,8 +134,12 @@ class Run:
         self.status = status
         return self._verify(status)
 
-    def _progress(self, message: str) -> None:
-        self.say(f"{self.scenario.name}: {message}")
+    def _progress(self, message: str, transient: bool = False) -> None:
+        text = f"{self.scenario.name}: {message}"
+        if transient and hasattr(self.say, "transient"):
+            self.say.transient(text)   # a status line the display may redraw in place
+        else:
+            self.say(text)
 
     def _drive(self) -> str:
         sc = self.scenario
@@ -154,7 +165,7 @@ class Run:
                 self._handle_firings(timeout=0.05)
                 if time.time() - last_report > 1.0:
                     last_report = time.time()
-                    self._progress(self._status_line())
+                    self._progress(self._status_line(), transient=True)
                 if self._workload_done() and not self._inject_pending():
                     status = "completed"
                     break
@@ -352,7 +363,7 @@ class Run:
                     why = f"NameNode not answering: {e}"
                 if reached or time.time() >= limit:
                     break
-                self._progress(f"waiting for quiescence: {why}")
+                self._progress(f"waiting for quiescence: {why}", transient=True)
                 time.sleep(0.5)
         finally:
             client.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -33,7 +34,21 @@ class ClusterError(RuntimeError):
     """The cluster could not be started, reached or controlled."""
 
 
+_PORTS = random.Random()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port free now, from below the kernel's ephemeral range: a port from bind(0)
+    could be taken by any outgoing connection before our node binds it."""
+    for _ in range(200):
+        port = _PORTS.randrange(20000, 32000)
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
@@ -48,8 +63,9 @@ class LocalCluster:
     def __init__(self, directory: str, datanodes: int = 3, config: dict | None = None,
                  racks: dict[str, str] | None = None, host: str = "127.0.0.1",
                  routes_for: Callable[[str], dict] | None = None, seed: int | None = None,
-                 events_dir: str | None = None):
+                 events_dir: str | None = None, logs_dir: str | None = None):
         self.dir = os.path.abspath(directory)
+        self.logs_dir = os.path.abspath(logs_dir or os.path.join(self.dir, "logs"))
         self.events_dir = os.path.abspath(events_dir or os.path.join(self.dir, "events"))
         self.host = host
         self.config_raw = dict(config or {})
@@ -69,7 +85,7 @@ class LocalCluster:
             spec["storage"] = os.path.join(self.dir, "storage", node)
             spec["events"] = os.path.join(self.events_dir, f"{node}.jsonl")
             spec["routes"] = os.path.join(self.dir, "routes", f"{node}.json")
-            spec["stdout"] = os.path.join(self.dir, "logs", f"{node}.out")
+            spec["stdout"] = os.path.join(self.logs_dir, f"{node}.out")
 
     # -- addresses ---------------------------------------------------------------------
 
@@ -85,7 +101,8 @@ class LocalCluster:
 
     def start(self, timeout: float = 60.0, wait: bool = True) -> "LocalCluster":
         os.makedirs(self.events_dir, exist_ok=True)
-        for sub in ("routes", "logs", "storage"):
+        os.makedirs(self.logs_dir, exist_ok=True)
+        for sub in ("routes", "storage"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
         with open(os.path.join(self.dir, "config.json"), "w") as f:
             json.dump(self.config_raw, f, indent=1)
@@ -135,7 +152,7 @@ class LocalCluster:
         spec = self.nodes.setdefault(client_id, {"role": "client"})
         spec.update(events=os.path.join(self.events_dir, f"{client_id}.jsonl"),
                     routes=os.path.join(self.dir, "routes", f"{client_id}.json"),
-                    stdout=os.path.join(self.dir, "logs", f"{client_id}.out"),
+                    stdout=os.path.join(self.logs_dir, f"{client_id}.out"),
                     workload=os.path.join(self.dir, "workload", f"{client_id}.json"),
                     config=os.path.join(self.dir, "config.json"),
                     gate_dir=gate_dir or os.path.join(self.dir, "gates"))
@@ -208,7 +225,7 @@ class LocalCluster:
     def save(self) -> None:
         os.makedirs(self.dir, exist_ok=True)
         doc = {"dir": self.dir, "host": self.host, "config": self.config_raw, "seed": self.seed,
-               "events_dir": self.events_dir,
+               "events_dir": self.events_dir, "logs_dir": self.logs_dir,
                "nodes": self.nodes, "routes": self.direct_routes()}
         tmp = os.path.join(self.dir, "cluster.json.tmp")
         with open(tmp, "w") as f:
@@ -227,6 +244,7 @@ class LocalCluster:
         self = cls.__new__(cls)
         self.dir, self.host, self.config_raw = doc["dir"], doc["host"], doc["config"]
         self.events_dir = doc.get("events_dir", os.path.join(self.dir, "events"))
+        self.logs_dir = doc.get("logs_dir", os.path.join(self.dir, "logs"))
         self.conf = Config(self.config_raw)
         self.seed, self.nodes, self.procs, self.routes_for = doc.get("seed"), doc["nodes"], {}, None
         return self

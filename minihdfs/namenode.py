@@ -831,8 +831,6 @@ class NameNode:
         old_gs = info.gs
         info.recovery_id = self.next_gs()
         self._set_state(info, UNDER_RECOVERY)
-        self.emit("nn.block.gs_bump", block=info.id, old_gs=old_gs, gs=info.recovery_id,
-                  reason="recovery", path=info.path)
         locations = list(dict.fromkeys(info.expected + [
             dn for dn, r in info.replicas.items()
             if r["gs"] >= info.gs and r["state"] in ("RBW", "RWR", "FINALIZED", "RUR")]))
@@ -975,9 +973,11 @@ class NameNode:
                 for dn, r in list(info.replicas.items()):
                     if r["gs"] < info.gs and dn not in targets:
                         self._queue_invalidate(dn, info.id, r["gs"])
+                if info.gs != old_gs:   # the block's GS changes here, to the recovery id
+                    self.emit("nn.block.gs_bump", block=info.id, old_gs=old_gs, gs=info.gs,
+                              reason="recovery", path=info.path)
                 self._set_state(info, COMMITTED)
                 self._try_complete(info)
-                del old_gs
             self._log_file("OP_UPDATE_BLOCKS", inode)
             if close:
                 self._finalize_file(inode, "block_recovery")

@@ -74,7 +74,8 @@ class LocalBackend(Backend):
         self._save_state()
         self.cluster = LocalCluster(self.work_dir, sc.cluster.datanodes, dict(sc.cluster.config),
                                     dict(sc.cluster.racks), seed=self.seed,
-                                    events_dir=os.path.join(self.run_dir, "events"))
+                                    events_dir=os.path.join(self.run_dir, "events"),
+                                    logs_dir=os.path.join(self.run_dir, "logs"))
         self.mesh = LinkMesh(self.toxiproxy.api(), self.cluster.direct_routes(),
                              sc.client_ids).create()
         self.cluster.routes_for = self.mesh.routes
@@ -123,11 +124,6 @@ class LocalBackend(Backend):
                         self.cluster.stop_node(node, timeout=5.0)
                     except (OSError, ClusterError):
                         pass
-            for sub in ("logs",):   # node stdout/stderr go with the run's results
-                src = os.path.join(self.work_dir, sub)
-                if os.path.isdir(src):
-                    for name in os.listdir(src):
-                        shutil.copy(os.path.join(src, name), os.path.join(self.run_dir, "logs", name))
         if self.mesh is not None:
             try:
                 self.mesh.destroy()
