@@ -397,8 +397,13 @@ class Run:
 
     def _verify(self, status: str) -> dict:
         self.phase = "verify"
-        self._progress("verifying")
         verdict: dict
+        if status == "interrupted":   # no verdict to compute: say so, quickly
+            verdict = {"scenario": self.scenario.name, "run_id": self.run_id, "passed": False,
+                       "checks": [], "expect": [], "metrics": {},
+                       "error": "the run was interrupted"}
+            return self._finish_verdict(verdict, status)
+        self._progress("verifying")
         try:
             from harness.reconcile.api import build_run_report, verify_runs
         except ImportError as e:
@@ -411,6 +416,9 @@ class Run:
                 build_run_report(self.run_dir)
             except Exception as e:   # a report is a convenience; the verdict stands
                 verdict.setdefault("warnings", []).append(f"report: {e}")
+        return self._finish_verdict(verdict, status)
+
+    def _finish_verdict(self, verdict: dict, status: str) -> dict:
         if status != "completed" or self.errors:
             verdict["run_status"] = status
             verdict["run_errors"] = self.errors
@@ -482,6 +490,8 @@ def run_scenarios(files: list[str], backend: str = "local", results_dir: str = "
         verdict = run_scenario(scenarios[path], backend, results_dir, seed, keep, progress)
         verdicts.append(verdict)
         print(result_line(verdict), flush=True)
+        if verdict.get("run_status") == "interrupted":
+            raise KeyboardInterrupt   # cleaned up already; the remaining scenarios do not run
     return verdicts
 
 
