@@ -1,0 +1,115 @@
+"""What the CLI and the runner call: verify runs, build a run's report, build a suite
+summary. One SparkSession per process (session.get_spark) serves every call.
+
+    verify_runs(run_dirs, master=None) -> [verdict dict]      (writes verdict.json)
+    build_run_report(run_dir) -> path of report.html           (+ plots/*.png)
+    build_suite_report(run_dirs, out_dir) -> path of index.html (+ checks.parquet)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+
+from .checks import CHECK_IDS, run_checks
+from .expect import evaluate_expect, gather_facts
+from .load import RunSet, load_runs
+from .metrics import compute_metrics
+from .session import get_spark
+
+log = logging.getLogger(__name__)
+
+VERDICT = "verdict.json"
+
+
+def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[dict]:
+    """Verdicts for runs already loaded (every check, the expect block, metrics)."""
+    t0 = time.perf_counter()
+    results = run_checks(runs, timings=timings)
+    metrics = compute_metrics(runs)
+    facts = gather_facts(runs)
+    if timings is not None:
+        timings["total"] = time.perf_counter() - t0
+    verdicts = []
+    for rid in sorted(runs.runs):
+        info = runs.runs[rid]
+        checks = results[rid]
+        m = metrics.get(rid) or {}
+        passed, items = evaluate_expect(info.expect, checks, m, facts[rid])
+        if m.get("malformed_lines"):
+            log.warning("run %s: %d malformed log lines (see report.html)", rid,
+                        m["malformed_lines"])
+        verdicts.append({
+            "scenario": info.name,
+            "run_id": rid,
+            "passed": bool(passed),
+            "checks": [c.as_dict() for c in checks],
+            "expect": items,
+            "metrics": m,
+        })
+    return verdicts
+
+
+def verify_runs(run_dirs: list[str], master: str | None = None) -> list[dict]:
+    """Check every run folder, write `verdict.json` in each, return the verdicts (in the
+    order of `run_dirs`)."""
+    if not run_dirs:
+        return []
+    spark = get_spark(master)
+    runs = load_runs(list(run_dirs), spark)
+    try:
+        verdicts = verify_loaded(runs)
+    finally:
+        runs.close()
+    by_id = {v["run_id"]: v for v in verdicts}
+    out = []
+    for d in run_dirs:
+        rid = os.path.basename(os.path.abspath(d).rstrip("/"))
+        v = by_id[rid]
+        write_verdict(d, v)
+        out.append(v)
+    return out
+
+
+def write_verdict(run_dir: str, verdict: dict) -> str:
+    path = os.path.join(run_dir, VERDICT)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(verdict, f, indent=2, sort_keys=False, default=str)
+        f.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_verdict(run_dir: str) -> dict | None:
+    path = os.path.join(run_dir, VERDICT)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def build_run_report(run_dir: str) -> str:
+    """report.html (and plots/*.png) for one run; verifies it first if it has no
+    verdict.json yet. Returns the path of report.html."""
+    from .report import write_run_report
+    verdict = read_verdict(run_dir) or verify_runs([run_dir])[0]
+    return write_run_report(run_dir, verdict)
+
+
+def build_suite_report(run_dirs: list[str], out_dir: str) -> str:
+    """A summary of many runs in `out_dir`: index.html (pass/fail per scenario and check,
+    recovery-latency distributions) and checks.parquet. Runs without a verdict.json are
+    verified first. Returns the path of index.html."""
+    from .suite import write_suite_report
+    missing = [d for d in run_dirs if read_verdict(d) is None]
+    if missing:
+        verify_runs(missing)
+    verdicts = [read_verdict(d) for d in run_dirs]
+    return write_suite_report([v for v in verdicts if v is not None], out_dir)
+
+
+__all__ = ["verify_runs", "build_run_report", "build_suite_report", "verify_loaded",
+           "CHECK_IDS"]

@@ -1,0 +1,264 @@
+"""Block recovery checks B1-B5 (spec/CHECKS.md, spec/MINIHDFS.md section 3): the
+NameNode's recovery id and primary, the primary DataNode's syncBlock length rule, and
+commitBlockSynchronization."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, functions as F
+
+from ..load import RunSet
+from .common import Outcome, base, runs_of, union_all, violation
+from .pipeline import stale_locations, _stale_evidence
+
+
+def check_b1(runs: RunSet) -> Outcome:
+    """Recovery id: every nn.recovery.start uses a recovery id greater than every GS the
+    block had before (in any process's events), and names a primary among the block's
+    locations (the NameNode's pipelines and reported replicas) and its own list."""
+    st = base(runs.of("nn.recovery.start"), "path", "block", "gs", "recovery_id", "primary",
+              "pipeline").filter(F.col("block").isNotNull())
+    g = (runs.events.filter(F.col("block").isNotNull()
+                            & (F.col("gs").isNotNull() | F.col("old_gs").isNotNull()
+                               | F.col("recovery_id").isNotNull()))
+         .select(F.col("run_id").alias("_r"), F.col("block").alias("_b"), F.col("ts").alias("_t"),
+                 F.greatest("gs", "old_gs", "recovery_id").alias("_g")))
+    prior = (st.join(g, (st["run_id"] == g["_r"]) & (st["block"] == g["_b"]) & (g["_t"] < st["ts"]),
+                     "left").groupBy("eid").agg(F.max("_g").alias("max_prior_gs")))
+    allocs = runs.of("nn.block.allocate", "nn.block.update_pipeline").select(
+        "run_id", "block", "ts", F.explode("pipeline").alias("dn"))
+    reported = runs.of("nn.replica.reported").select("run_id", "block", "ts", "dn")
+    locs = allocs.unionByName(reported).select(
+        F.col("run_id").alias("_r"), F.col("block").alias("_b"), F.col("ts").alias("_t"),
+        F.col("dn").alias("_d"))
+    known = (st.join(locs, (st["run_id"] == locs["_r"]) & (st["block"] == locs["_b"])
+                     & (locs["_t"] < st["ts"]), "left")
+             .groupBy("eid").agg(F.collect_set("_d").alias("known_locations")))
+    j = st.join(prior, "eid", "left").join(known, "eid", "left")
+    floor = F.greatest(F.col("max_prior_gs"), F.col("gs"))
+    why = (F.when(F.col("recovery_id").isNull(), "nn.recovery.start has no recovery_id")
+           .when(floor.isNotNull() & (F.col("recovery_id") <= floor),
+                 F.format_string("recovery id %d is not greater than GS %d the block already had",
+                                 F.col("recovery_id"), floor))
+           .when(F.col("primary").isNull(), "no primary named")
+           .when(F.col("pipeline").isNotNull() & ~F.array_contains("pipeline", F.col("primary")),
+                 F.format_string("primary %s is not among the recovery's locations",
+                                 F.col("primary")))
+           .when((F.size("known_locations") > 0)
+                 & ~F.array_contains("known_locations", F.col("primary")),
+                 F.format_string("primary %s never held the block (locations: %s)",
+                                 F.col("primary"), F.array_join(F.array_sort("known_locations"), ","))))
+    bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(st), violation(bad, F.col("why"), "path", "block", "gs", "recovery_id",
+                                          "primary", "pipeline", "max_prior_gs",
+                                          "known_locations"))
+
+
+def _lens(arr: Column) -> Column:
+    return F.transform(arr, lambda a: a["len"])
+
+
+def sync_rule(answers: Column, new_len: Column, start_gs: Column, keep_empty: bool):
+    """(rule, len) that syncBlock must choose for these answers (MINIHDFS.md section 3).
+
+    The best original state wins (FINALIZED > RBW > RWR): FINALIZED -> the finalized
+    length; RBW -> min length of the RBW replicas; RWR -> min length of the RWR replicas;
+    truncate -> the requested length; no data at all -> remove. Answers older than the
+    block's GS never take part. Hadoop (BlockRecoveryWorker) also leaves zero-length
+    replicas out; `keep_empty=True` is the literal reading that keeps them.
+    """
+    def usable(a):
+        ok = a["len"].isNotNull() & (start_gs.isNull() | a["gs"].isNull() | (a["gs"] >= start_gs))
+        return ok if keep_empty else ok & (a["len"] > 0)
+    cand = F.filter(answers, usable)
+    fin = F.filter(cand, lambda a: a["state"] == "FINALIZED")
+    rbw = F.filter(cand, lambda a: a["state"] == "RBW")
+    rwr = F.filter(cand, lambda a: a["state"] == "RWR")
+    has_data = F.exists(cand, lambda a: a["len"] > 0)
+    rule = (F.when(new_len.isNotNull(), F.lit("truncate"))
+            .when(~F.coalesce(has_data, F.lit(False)), F.lit("remove"))
+            .when(F.size(fin) > 0, F.lit("finalized"))
+            .when(F.size(rbw) > 0, F.lit("min_rbw"))
+            .when(F.size(rwr) > 0, F.lit("min_rwr"))
+            .otherwise(F.lit("remove")))
+    length = (F.when(rule == "truncate", new_len)
+              .when(rule == "remove", F.lit(0).cast("long"))
+              .when(rule == "finalized", F.array_min(_lens(fin)))
+              .when(rule == "min_rbw", F.array_min(_lens(rbw)))
+              .when(rule == "min_rwr", F.array_min(_lens(rwr))))
+    inconsistent = F.size(F.array_distinct(_lens(fin))) > 1
+    return rule, length, inconsistent
+
+
+def _syncs(runs: RunSet) -> DataFrame:
+    def build():
+        sync = base(runs.of("dn.recovery.sync"), "block", "recovery_id", "answers", "rule", "len",
+                    "pipeline", "new_len")
+        st = (runs.of("nn.recovery.start")
+              .select("run_id", "block", "recovery_id", F.col("gs").alias("start_gs"),
+                      F.col("path").alias("start_path"))
+              .dropDuplicates(["run_id", "block", "recovery_id"]))
+        j = sync.join(st, ["run_id", "block", "recovery_id"], "left")
+        r_h, l_h, inc = sync_rule(F.col("answers"), F.col("new_len"), F.col("start_gs"), False)
+        r_l, l_l, _ = sync_rule(F.col("answers"), F.col("new_len"), F.col("start_gs"), True)
+        return (j.withColumn("exp_rule", r_h).withColumn("exp_len", l_h)
+                .withColumn("alt_rule", r_l).withColumn("alt_len", l_l)
+                .withColumn("fin_inconsistent", inc))
+    return runs.memo("syncs", build)
+
+
+def check_b2(runs: RunSet) -> Outcome:
+    """Length rule: each dn.recovery.sync picks the rule and length that its own answers
+    call for (zero-length answers may be left out, as Hadoop does, or kept)."""
+    s = _syncs(runs)
+    rule = F.lower(F.col("rule"))
+    matches = (((rule == F.col("exp_rule")) & (F.col("len") == F.col("exp_len")))
+               | ((rule == F.col("alt_rule")) & (F.col("len") == F.col("alt_len"))))
+    why = (F.when(F.col("fin_inconsistent") & (rule == "finalized"),
+                  "FINALIZED replicas of different lengths, yet the block was synced")
+           .when(~F.coalesce(matches, F.lit(False)),
+                 F.format_string("chose %s/%s, but the answers call for %s with length %s",
+                                 F.coalesce(rule, F.lit("?")),
+                                 F.coalesce(F.col("len").cast("string"), F.lit("?")),
+                                 F.col("exp_rule"), F.col("exp_len").cast("string"))))
+    bad = s.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(s), violation(bad, F.col("why"), "block", "recovery_id", "answers",
+                                         "rule", "len", "new_len", "exp_rule", "exp_len"))
+
+
+def _commits(runs: RunSet) -> DataFrame:
+    """nn.recovery.commit rows with the file path and whether the block was removed."""
+    def build():
+        c = base(runs.of("nn.recovery.commit"), "block", "recovery_id", "gs", "len", "pipeline",
+                 "close")
+        st = (runs.of("nn.recovery.start").select("run_id", "block", "recovery_id",
+                                                  F.col("path").alias("start_path"))
+              .dropDuplicates(["run_id", "block", "recovery_id"]))
+        removed = (runs.of("nn.block.state").filter(F.col("state") == "REMOVED")
+                   .select("run_id", "block", F.lit(True).alias("removed")).distinct())
+        return (c.join(st, ["run_id", "block", "recovery_id"], "left")
+                .join(removed, ["run_id", "block"], "left")
+                .withColumn("new_gs", F.coalesce("gs", "recovery_id")))
+    return runs.memo("commits", build)
+
+
+def check_b3(runs: RunSet) -> Outcome:
+    """Agreement: after nn.recovery.commit every participant logged its replica FINALIZED
+    with GS = recovery id and the committed length, the NameNode's block has that GS and
+    length, and the file closed."""
+    c = _commits(runs).filter(F.col("removed").isNull() & (F.coalesce("len", F.lit(1)) > 0))
+    parts = c.select("*", F.explode("pipeline").alias("dn"))
+    fin = (runs.of("dn.replica.state").filter(F.col("state") == "FINALIZED")
+           .select(F.col("run_id").alias("_r"), F.col("node").alias("_d"),
+                   F.col("block").alias("_b"), F.col("gs").alias("_g"), F.col("len").alias("_l")))
+    pj = (parts.join(fin, (parts["run_id"] == fin["_r"]) & (parts["dn"] == fin["_d"])
+                     & (parts["block"] == fin["_b"]) & (parts["new_gs"] == fin["_g"]), "left")
+          .groupBy("eid", "dn").agg(F.collect_set("_l").alias("fin_lens")))
+    pj = parts.join(pj, ["eid", "dn"], "left")
+    # the replica on disk at the end, when it still has the committed generation
+    disk = runs.fs_replicas.select(F.col("run_id").alias("_r"), F.col("dn").alias("_d"),
+                                   F.col("block").alias("_b"), F.col("gs").alias("_g"),
+                                   F.col("len").alias("disk_len"), F.col("state").alias("disk_state"))
+    pj = pj.join(disk, (pj["run_id"] == disk["_r"]) & (pj["dn"] == disk["_d"])
+                 & (pj["block"] == disk["_b"]) & (pj["new_gs"] == disk["_g"]), "left")
+    pwhy = (F.when(F.col("fin_lens").isNull() | (F.size("fin_lens") == 0),
+                   F.format_string("participant %s never logged its replica FINALIZED at GS %d",
+                                   F.col("dn"), F.col("new_gs")))
+            .when(~F.array_contains("fin_lens", F.col("len")) | (F.size("fin_lens") > 1),
+                  F.format_string("participant %s finalized GS %d with length(s) %s, committed %d",
+                                  F.col("dn"), F.col("new_gs"),
+                                  F.array_join(F.transform("fin_lens", lambda x: x.cast("string")), ","),
+                                  F.col("len")))
+            .when(F.col("disk_len").isNotNull()
+                  & ((F.col("disk_len") != F.col("len")) | (F.col("disk_state") != "FINALIZED")),
+                  F.format_string("participant %s holds %s/%d at GS %d on disk, committed %d",
+                                  F.col("dn"), F.col("disk_state"), F.col("disk_len"),
+                                  F.col("new_gs"), F.col("len"))))
+    pbad = violation(pj.withColumn("why", pwhy).filter(F.col("why").isNotNull()), F.col("why"),
+                     F.col("start_path").alias("path"), "block", "recovery_id",
+                     F.col("new_gs").alias("gs"), "len", "pipeline", F.col("dn").alias("participant"))
+    nnb = (runs.of("nn.block.state").filter(F.col("state").isin("COMMITTED", "COMPLETE"))
+           .groupBy("run_id", "block", "gs").agg(F.collect_set("len").alias("nn_lens")))
+    fsb = runs.fs_blocks.select("run_id", "block", "gs", F.col("len").alias("fs_len"))
+    closes = runs.of("nn.file.close").select(F.col("run_id").alias("_r"), F.col("path").alias("_p"),
+                                             F.col("ts").alias("_t"))
+    cl = (c.join(closes, (c["run_id"] == closes["_r"]) & (c["start_path"] == closes["_p"])
+                 & (closes["_t"] >= c["ts"] - 1.0), "left_semi").select("eid", F.lit(True).alias("closed_after")))
+    fsf = runs.fs_files.select("run_id", F.col("path").alias("start_path"),
+                               F.col("closed").alias("fs_closed"))
+    nj = (c.join(nnb.withColumnRenamed("gs", "new_gs"), ["run_id", "block", "new_gs"], "left")
+          .join(fsb.withColumnRenamed("gs", "new_gs"), ["run_id", "block", "new_gs"], "left")
+          .join(cl, "eid", "left").join(fsf, ["run_id", "start_path"], "left"))
+    nwhy = (F.when(F.col("nn_lens").isNotNull() & ~F.array_contains("nn_lens", F.col("len")),
+                   F.format_string("the NameNode's block at GS %d has length %s, committed %d",
+                                   F.col("new_gs"), F.array_join(
+                                       F.transform("nn_lens", lambda x: x.cast("string")), ","),
+                                   F.col("len")))
+            .when(F.col("fs_len").isNotNull() & (F.col("fs_len") != F.col("len")),
+                  F.format_string("final_state has the block at GS %d with length %d, committed %d",
+                                  F.col("new_gs"), F.col("fs_len"), F.col("len")))
+            .when(F.col("nn_lens").isNull() & F.col("fs_len").isNull(),
+                  F.format_string("the NameNode never recorded the block at the committed GS %d",
+                                  F.col("new_gs")))
+            .when(F.coalesce(F.col("close"), F.lit(True)) & F.col("closed_after").isNull()
+                  & ~F.coalesce(F.col("fs_closed"), F.lit(False)),
+                  "the file did not close after the commit"))
+    nbad = violation(nj.withColumn("why", nwhy).filter(F.col("why").isNotNull()), F.col("why"),
+                     F.col("start_path").alias("path"), "block", "recovery_id",
+                     F.col("new_gs").alias("gs"), "len", "nn_lens", "fs_len", "fs_closed")
+    return Outcome(runs_of(c), pbad.unionByName(nbad))
+
+
+def check_b4(runs: RunSet) -> Outcome:
+    """Empty block: a recovery whose answers all have length zero removes the block
+    (rule remove, nn.block.state REMOVED) and never commits it."""
+    s = _syncs(runs).filter(F.col("new_len").isNull() & (F.size("answers") > 0)
+                            & (F.col("exp_rule") == "remove"))
+    commits = (runs.of("nn.recovery.commit").filter(F.col("len") > 0)
+               .select("run_id", "block", "recovery_id", F.lit(True).alias("committed")).distinct())
+    kept = (runs.of("nn.block.state").filter(F.col("state").isin("COMMITTED", "COMPLETE"))
+            .select(F.col("run_id").alias("_r"), F.col("block").alias("_b"),
+                    F.col("gs").alias("_g"), F.col("ts").alias("_t")))
+    kj = (s.join(kept, (s["run_id"] == kept["_r"]) & (s["block"] == kept["_b"])
+                 & (kept["_t"] > s["ts"]) & (kept["_g"] >= s["recovery_id"]), "left_semi")
+          .select("eid", F.lit(True).alias("completed")))
+    in_file = runs.fs_blocks.select("run_id", "block", F.lit(True).alias("in_file")).distinct()
+    j = (s.join(commits, ["run_id", "block", "recovery_id"], "left").join(kj, "eid", "left")
+         .join(in_file, ["run_id", "block"], "left"))
+    why = (F.when(F.lower(F.col("rule")) != "remove",
+                  F.format_string("every replica is empty, yet the rule was %s", F.col("rule")))
+           .when(F.col("committed").isNotNull(), "the empty block was committed with data")
+           .when(F.col("completed").isNotNull(),
+                 "the NameNode made the empty block COMMITTED/COMPLETE")
+           .when(F.col("in_file").isNotNull(), "the empty block is still part of its file"))
+    bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(s), violation(bad, F.col("why"), "block", "recovery_id", "answers",
+                                         "rule", "len"))
+
+
+def check_b5(runs: RunSet) -> Outcome:
+    """Old generation rejected: after a block recovery commits GS g, no replica with an
+    older GS is a final location, the NameNode's block never goes back below g, and
+    final_state does not hold the block at an older GS."""
+    c = _commits(runs).filter(F.col("removed").isNull())
+    ex, bad = stale_locations(runs, c.select("run_id", "block"))
+    loc_v = _stale_evidence(bad)
+    nnb = (runs.of("nn.block.state")
+           .select(F.col("run_id").alias("_r"), F.col("block").alias("_b"),
+                   F.col("gs").alias("b_gs"), F.col("ts").alias("b_ts"),
+                   F.col("state").alias("b_state"), F.col("node").alias("b_node")))
+    back = c.join(nnb, (c["run_id"] == nnb["_r"]) & (c["block"] == nnb["_b"])
+                  & (nnb["b_ts"] > c["ts"]) & (nnb["b_gs"] < c["new_gs"]))
+    back_v = violation(back, F.format_string("the NameNode's block went back to GS %d (%s) after "
+                                             "recovery committed GS %d", F.col("b_gs"),
+                                             F.col("b_state"), F.col("new_gs")),
+                       "block", F.col("b_gs").alias("gs"), F.col("b_state").alias("state"),
+                       F.col("new_gs").alias("committed_gs"), ts="b_ts", node="b_node",
+                       event=F.lit("nn.block.state"))
+    fsb = runs.fs_blocks.select("run_id", "block", "path", F.col("gs").alias("fs_gs"))
+    older = c.join(fsb, ["run_id", "block"]).filter(F.col("fs_gs") < F.col("new_gs"))
+    older_v = violation(older, F.format_string("final_state holds the block at GS %d, older than "
+                                               "the committed %d", F.col("fs_gs"), F.col("new_gs")),
+                        "path", "block", "fs_gs", F.col("new_gs").alias("committed_gs"),
+                        ts=F.lit(None), node=F.lit("final_state"), event=F.lit("final_state"))
+    exercised = runs_of(c.join(runs.fs_runs, "run_id", "left_semi"))
+    return Outcome(exercised, union_all([loc_v, back_v, older_v]))

@@ -1,0 +1,245 @@
+"""Building blocks shared by the checks: the outcome shape, evidence rows, and the
+derived tables several checks need (client streams, lease intervals, live nodes).
+
+A check returns an `Outcome`: the runs it exercised and its violations, both Spark
+DataFrames. A violation row is one event that proves the failure, made readable:
+run_id, ts, node, event, why (one sentence) and fields (JSON of the key fields).
+The runner turns outcomes into pass / fail / skip per run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pyspark.sql import Column, DataFrame, Window, functions as F
+
+from ..load import NAMENODE_HOLDER, RunSet
+
+INF = float("inf")
+# Tolerance for timestamps of two events that the same process logs around one decision
+# (log calls are not atomic with the state change they report).
+LOG_SLACK_S = 0.05
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What a check found: `exercised` (run_id) and `violations` (evidence rows)."""
+    exercised: DataFrame
+    violations: DataFrame
+
+
+def lit_or(value) -> Column:
+    return value if isinstance(value, Column) else F.lit(value)
+
+
+def violation(df: DataFrame, why, *fields, ts="ts", node="node", event="event") -> DataFrame:
+    """Evidence rows from `df`: the event (ts, node, event), why it violates, key fields.
+
+    `fields` are column names or aliased Columns; null fields are left out of the JSON.
+    """
+    cols = [F.col(c) if isinstance(c, str) else c for c in fields]
+    return df.select(
+        F.col("run_id"),
+        lit_or(F.col(ts) if isinstance(ts, str) else ts).cast("double").alias("ts"),
+        lit_or(F.col(node) if isinstance(node, str) else node).cast("string").alias("node"),
+        lit_or(F.col(event) if isinstance(event, str) else event).cast("string").alias("event"),
+        lit_or(why).cast("string").alias("why"),
+        (F.to_json(F.struct(*cols)) if cols else F.lit("{}")).alias("fields"))
+
+
+def union_all(frames: list[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def runs_of(df: DataFrame) -> DataFrame:
+    return df.select("run_id").distinct()
+
+
+def prefixed(df: DataFrame, prefix: str, keep: tuple[str, ...] = ()) -> DataFrame:
+    """Every column renamed `prefix + name`, except those in `keep`."""
+    return df.select(*[F.col(c) if c in keep else F.col(c).alias(prefix + c)
+                       for c in df.columns])
+
+
+def first_after(left: DataFrame, right: DataFrame, on: list[str], prefix: str,
+                strict: bool = True, key: str = "eid", how: str = "left",
+                extra=None) -> DataFrame:
+    """For each row of `left` (unique `key`), the earliest row of `right` with the same
+    `on` columns and a later ts; right's columns come back prefixed (null if none).
+    `extra(left, right_prefixed)` adds a join condition."""
+    r = prefixed(right, prefix)
+    cond = [left[c] == r[prefix + c] for c in on]
+    cond.append(r[prefix + "ts"] > left["ts"] if strict else r[prefix + "ts"] >= left["ts"])
+    if extra is not None:
+        cond.append(extra(left, r))
+    j = left.join(r, on=_and(cond), how=how).drop(*[prefix + c for c in on])
+    w = Window.partitionBy(key).orderBy(F.col(prefix + "ts").asc_nulls_last(),
+                                        F.col(prefix + "eid").asc_nulls_last())
+    return j.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1").drop("_rn")
+
+
+def last_before(left: DataFrame, right: DataFrame, on: list[str], prefix: str,
+                strict: bool = True, key: str = "eid", how: str = "left") -> DataFrame:
+    """For each row of `left`, the latest row of `right` with the same `on` columns and
+    an earlier ts (prefixed columns, null if none)."""
+    r = prefixed(right, prefix)
+    cond = [left[c] == r[prefix + c] for c in on]
+    cond.append(r[prefix + "ts"] < left["ts"] if strict else r[prefix + "ts"] <= left["ts"])
+    j = left.join(r, on=_and(cond), how=how).drop(*[prefix + c for c in on])
+    w = Window.partitionBy(key).orderBy(F.col(prefix + "ts").desc_nulls_last(),
+                                        F.col(prefix + "eid").desc_nulls_last())
+    return j.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1").drop("_rn")
+
+
+def _and(conds):
+    out = conds[0]
+    for c in conds[1:]:
+        out = out & c
+    return out
+
+
+def base(df: DataFrame, *cols: str) -> DataFrame:
+    """The envelope of each event plus the named fields."""
+    return df.select("run_id", "eid", "ts", "seq", "node", "event", *cols)
+
+
+# -- client streams ----------------------------------------------------------------------
+
+def client_streams(runs: RunSet) -> DataFrame:
+    """One row per output stream: run_id, node, path, s_open (ts of client.stream.open),
+    s_next (ts of the same client's next open of the path), s_holder, s_mode."""
+    def build():
+        opens = runs.of("client.stream.open").select(
+            "run_id", "node", "path", F.col("ts").alias("s_open"),
+            F.col("holder").alias("s_holder"), F.col("mode").alias("s_mode"), "eid")
+        w = Window.partitionBy("run_id", "node", "path").orderBy("s_open", "eid")
+        return opens.withColumn("s_next", F.lead("s_open").over(w)).drop("eid")
+    return runs.memo("client_streams", build)
+
+
+def assign_stream(df: DataFrame, streams: DataFrame) -> DataFrame:
+    """Adds s_open / s_holder: the stream of the same client and path open at each row's
+    ts (rows of no stream are dropped)."""
+    s = streams.select(F.col("run_id").alias("_r"), F.col("node").alias("_n"),
+                       F.col("path").alias("_p"), "s_open", "s_next", "s_holder")
+    cond = ((df["run_id"] == s["_r"]) & (df["node"] == s["_n"]) & (df["path"] == s["_p"])
+            & (df["ts"] >= s["s_open"]) & (s["s_next"].isNull() | (df["ts"] < s["s_next"])))
+    return df.join(F.broadcast(s), cond, "inner").drop("_r", "_n", "_p", "s_next")
+
+
+def node_deaths(runs: RunSet) -> DataFrame:
+    """run_id, target, ts, event: every kill, graceful stop or client crash of a node."""
+    def build():
+        direct = runs.of("harness.node.kill", "harness.node.stop").select(
+            "run_id", "target", "ts", "event")
+        crash = (runs.of("harness.fault.inject")
+                 .filter(F.col("kind").isin("crash_client", "kill"))
+                 .select("run_id", "target", "ts", "event"))
+        return direct.unionByName(crash).filter(F.col("target").isNotNull())
+    return runs.memo("node_deaths", build)
+
+
+def dead_at_end(runs: RunSet) -> DataFrame:
+    """run_id, node: nodes whose last lifecycle event in the run is a kill or stop."""
+    def build():
+        life = runs.of("harness.node.kill", "harness.node.stop", "harness.node.start").select(
+            "run_id", F.col("target").alias("node"), "ts", "eid",
+            F.col("event").isin("harness.node.kill", "harness.node.stop").alias("dead"))
+        w = Window.partitionBy("run_id", "node").orderBy(F.desc("ts"), F.desc("eid"))
+        return (life.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1 AND dead")
+                .select("run_id", "node"))
+    return runs.memo("dead_at_end", build)
+
+
+def live_datanodes(runs: RunSet) -> DataFrame:
+    """run_id, dn: DataNodes of final_state.json that are alive at the end of the run."""
+    def build():
+        dead = dead_at_end(runs).select("run_id", F.col("node").alias("dn"))
+        return runs.fs_datanodes.join(dead, ["run_id", "dn"], "left_anti")
+    return runs.memo("live_datanodes", build)
+
+
+# -- leases --------------------------------------------------------------------------------
+
+def lease_changes(runs: RunSet) -> DataFrame:
+    """Every change of who holds a lease on a path, from the NameNode's lease events.
+
+    run_id, path, holder, ts, seq, sub, eid, event, delta: +1 when `holder` starts holding
+    `path`, -1 when it stops. Repeated adds of a held lease and removals of an unheld one
+    change nothing and are left out. A removal without a path ends every path the holder
+    had.
+    """
+    def build():
+        cols = ["run_id", "path", "holder", "ts", "seq", "eid", "event", "node"]
+        add = runs.of("nn.lease.add").select(*cols, F.lit(1).alias("sub"), F.lit(True).alias("start"))
+        rem = runs.of("nn.lease.remove")
+        rem_path = rem.filter(F.col("path").isNotNull()).select(
+            *cols, F.lit(0).alias("sub"), F.lit(False).alias("start"))
+        rea = runs.of("nn.lease.reassign")
+        rea_end = rea.select("run_id", "path", F.col("old_holder").alias("holder"), "ts", "seq",
+                             "eid", "event", "node", F.lit(0).alias("sub"),
+                             F.lit(False).alias("start"))
+        rea_start = rea.select(*cols, F.lit(1).alias("sub"), F.lit(True).alias("start"))
+        held = (add.select("run_id", "holder", "path")
+                .unionByName(rea_start.select("run_id", "holder", "path")).distinct())
+        rem_all = (rem.filter(F.col("path").isNull()).drop("path")
+                   .join(held, ["run_id", "holder"])
+                   .select(*cols, F.lit(0).alias("sub"), F.lit(False).alias("start")))
+        t = union_all([add, rem_path, rea_end, rea_start, rem_all]).filter(
+            F.col("holder").isNotNull() & F.col("path").isNotNull())
+        w = Window.partitionBy("run_id", "path", "holder").orderBy("ts", "seq", "sub", "eid")
+        prev = F.coalesce(F.lag("start").over(w), F.lit(False))
+        t = t.withColumn("delta", F.when(F.col("start") & ~prev, 1)
+                         .when(~F.col("start") & prev, -1).otherwise(0))
+        return t.filter("delta != 0").drop("start")
+    return runs.memo("lease_changes", build)
+
+
+def lease_intervals(runs: RunSet) -> DataFrame:
+    """run_id, path, holder, s, s_eid, e, open: one row per period a holder held a path
+    (e is the end of the run when the lease was never given up)."""
+    def build():
+        c = lease_changes(runs)
+        w = Window.partitionBy("run_id", "path", "holder").orderBy("ts", "seq", "sub", "eid")
+        iv = (c.withColumn("e", F.lead("ts").over(w)).filter("delta = 1")
+              .join(runs.bounds, "run_id", "left"))
+        return iv.select("run_id", "path", "holder", F.col("ts").alias("s"),
+                         F.col("eid").alias("s_eid"),
+                         F.coalesce("e", "end_ts").alias("e"), F.col("e").isNull().alias("open"))
+    return runs.memo("lease_intervals", build)
+
+
+def holder_renewals(runs: RunSet) -> DataFrame:
+    """run_id, holder, ts: every moment the NameNode renewed a holder's lease (renew, add
+    and reassign all reset its last-update time)."""
+    def build():
+        return (runs.of("nn.lease.renew", "nn.lease.add", "nn.lease.reassign")
+                .select("run_id", "holder", "ts").filter(F.col("holder").isNotNull()))
+    return runs.memo("holder_renewals", build)
+
+
+def namenode_starts(runs: RunSet) -> DataFrame:
+    return runs.memo("nn_starts", lambda: runs.of("nn.start").select("run_id", "ts"))
+
+
+def last_renewal(runs: RunSet, df: DataFrame, holder_col: str = "holder") -> DataFrame:
+    """Adds `last_renew`: the latest renewal of the row's holder before its ts (a
+    NameNode start counts: restored leases start fresh), null if none."""
+    r = holder_renewals(runs).select(F.col("run_id").alias("_r"), F.col("holder").alias("_h"),
+                                     F.col("ts").alias("_t"))
+    j = df.join(r, (df["run_id"] == r["_r"]) & (df[holder_col] == r["_h"]) & (r["_t"] < df["ts"]),
+                "left").groupBy("eid").agg(F.max("_t").alias("_lr"))
+    s = namenode_starts(runs).select(F.col("run_id").alias("_r"), F.col("ts").alias("_t"))
+    k = df.join(s, (df["run_id"] == s["_r"]) & (s["_t"] < df["ts"]), "left") \
+        .groupBy("eid").agg(F.max("_t").alias("_ls"))
+    return (df.join(j, "eid", "left").join(k, "eid", "left")
+            .withColumn("last_renew", F.greatest("_lr", "_ls")).drop("_lr", "_ls"))
+
+
+def with_conf(runs: RunSet, df: DataFrame) -> DataFrame:
+    return df.join(F.broadcast(runs.conf), "run_id", "left")
+
+

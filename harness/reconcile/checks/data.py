@@ -1,0 +1,181 @@
+"""Durability and data checks D1-D4 (spec/CHECKS.md): hflushed bytes survive, the
+content read back is what the writers wrote, replicas agree, replication is restored.
+
+D2 method: the `client.write` ranges of a file (and its truncates and re-creates) are
+laid out in time order; a range that starts at offset o discards everything earlier at
+or beyond o (an append after lost, unacked data continues at the file's length, a
+truncate cuts, a create starts over). The ranges left, cut at the final length, must
+tile [0, len) exactly; their CRCs are combined in file order with crc32_combine (zlib's
+GF(2) method, `harness.reconcile.crc`) by a UDF over each file's bounded list of ranges,
+and compared with the CRC read back. A range cut in its middle cannot be checked from its
+CRC: such a file is reported as unverifiable (not a failure); its coverage still is.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window, functions as F, types as T
+
+from ..load import RunSet
+from .common import LOG_SLACK_S, Outcome, live_datanodes, runs_of, violation
+
+
+def check_d1(runs: RunSet) -> Outcome:
+    """hflush is durable: the final length of every file (and the length read back) is at
+    least the greatest client.hflush offset logged for it since its last create."""
+    created = (runs.of("nn.file.create").select("run_id", "path", "ts")
+               .unionByName(runs.of("client.stream.open").filter(F.col("mode") == "create")
+                            .select("run_id", "path", "ts"))
+               .groupBy("run_id", "path").agg(F.max("ts").alias("created")))
+    hf = runs.of("client.hflush").join(created, ["run_id", "path"], "left") \
+        .filter(F.col("created").isNull() | (F.col("ts") >= F.col("created") - LOG_SLACK_S))
+    w = Window.partitionBy("run_id", "path").orderBy(F.desc("offset"), "ts")
+    top = hf.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1")
+    cut = (runs.of("nn.file.truncate", "nn.file.delete", "nn.file.rename")
+           .select(F.col("run_id").alias("_r"), F.col("path").alias("_p"), F.col("ts").alias("_t")))
+    top = top.join(cut, (top["run_id"] == cut["_r"]) & (top["path"] == cut["_p"])
+                   & (cut["_t"] > top["ts"]), "left_anti")
+    top = top.join(runs.fs_runs, "run_id", "left_semi")
+    files = runs.fs_files.select("run_id", "path", F.col("len").alias("final_len"),
+                                 F.lit(True).alias("listed"))
+    rb = runs.fs_readback.select("run_id", "path", F.col("len").alias("read_len"))
+    j = top.join(files, ["run_id", "path"], "left").join(rb, ["run_id", "path"], "left")
+    why = (F.when(F.col("listed").isNull(), "a file that was hflushed is missing from final_state")
+           .when(F.col("final_len") < F.col("offset"),
+                 F.format_string("final length %d is below the hflushed offset %d",
+                                 F.col("final_len"), F.col("offset")))
+           .when(F.col("read_len") < F.col("offset"),
+                 F.format_string("%d bytes read back, below the hflushed offset %d",
+                                 F.col("read_len"), F.col("offset"))))
+    bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(top), violation(bad, F.col("why"), "path",
+                                           F.col("offset").alias("hflushed"), "final_len",
+                                           "read_len"))
+
+
+_RANGE = T.ArrayType(T.StructType([T.StructField("offset", T.LongType()),
+                                   T.StructField("len", T.LongType()),
+                                   T.StructField("crc", T.LongType())]))
+
+
+def _combine_ranges(ranges):
+    """CRC-32 of whole ranges laid end to end (sorted by offset)."""
+    from harness.reconcile.crc import crc32_of_ranges
+    if ranges is None:
+        return None
+    parts = sorted(((r["offset"], r["len"], r["crc"]) for r in ranges), key=lambda p: p[0])
+    return crc32_of_ranges((length, crc) for _, length, crc in parts)
+
+
+_combine_udf = F.udf(_combine_ranges, T.LongType())
+
+
+def content_layout(runs: RunSet) -> DataFrame:
+    """Per read-back file: what the writers' ranges say about its bytes.
+
+    run_id, path, read_len, read_crc, final_len, closed, gap_at (first offset no kept
+    range covers, or null), covered (bytes up to which ranges reach), partial (a range
+    is cut mid-way), expected_crc (when fully verifiable)."""
+    def build():
+        rb = runs.fs_readback.select("run_id", "path", F.col("len").alias("read_len"),
+                                     F.col("crc").alias("read_crc"))
+        writes = runs.of("client.write").select("run_id", "path", "ts", "eid", "offset", "len", "crc")
+        resets = (runs.of("nn.file.create").select("run_id", "path", "ts", "eid",
+                                                   F.lit(0).cast("long").alias("offset"))
+                  .unionByName(runs.of("nn.file.truncate")
+                               .filter(F.coalesce(F.col("ok"), F.lit(True)))
+                               .select("run_id", "path", "ts", "eid", F.col("len").alias("offset")))
+                  .select("*", F.lit(0).cast("long").alias("len"), F.lit(0).cast("long").alias("crc")))
+        w_all = writes.unionByName(resets).join(rb.select("run_id", "path", "read_len"),
+                                                ["run_id", "path"])
+        w = Window.partitionBy("run_id", "path").orderBy("ts", "eid") \
+            .rowsBetween(1, Window.unboundedFollowing)
+        big = F.lit(1 << 62).cast("long")
+        eff = (w_all.withColumn("later_min", F.min("offset").over(w))
+               .withColumn("eff_end", F.least(F.col("offset") + F.col("len"),
+                                              F.coalesce("later_min", big), F.col("read_len")))
+               .filter(F.col("eff_end") > F.col("offset")))
+        eff = eff.withColumn("partial", F.col("eff_end") < F.col("offset") + F.col("len"))
+        wo = Window.partitionBy("run_id", "path").orderBy("offset", "ts")
+        eff = eff.withColumn("prev_end", F.coalesce(F.lag("eff_end").over(wo), F.lit(0).cast("long")))
+        per = eff.groupBy("run_id", "path").agg(
+            F.min(F.when(F.col("offset") != F.col("prev_end"), F.col("prev_end"))).alias("gap_at"),
+            F.max("eff_end").alias("covered"),
+            F.max(F.col("partial").cast("int")).alias("partial"),
+            F.collect_list(F.struct("offset", "len", "crc")).alias("ranges"))
+        files = runs.fs_files.select("run_id", "path", F.col("len").alias("final_len"), "closed")
+        j = rb.join(per, ["run_id", "path"], "left").join(files, ["run_id", "path"], "left")
+        verifiable = (F.coalesce(F.col("partial"), F.lit(0)) == 0) & F.col("gap_at").isNull() \
+            & (F.coalesce(F.col("covered"), F.lit(0)) == F.col("read_len"))
+        j = j.withColumn("verifiable", verifiable)
+        return j.withColumn("expected_crc", F.when(
+            F.col("verifiable"),
+            F.when(F.col("read_len") == 0, F.lit(0).cast("long")).otherwise(_combine_udf("ranges")))
+        ).drop("ranges")
+    return runs.memo("content_layout", build)
+
+
+def check_d2(runs: RunSet) -> Outcome:
+    """Content: the bytes read back are the bytes the writers wrote, in order, for the
+    whole final length; no byte read back lies outside every written range."""
+    lay = content_layout(runs)
+    why = (F.when(F.col("gap_at").isNotNull() & (F.col("gap_at") < F.col("read_len")),
+                  F.format_string("bytes from offset %d were read back but no writer wrote them",
+                                  F.col("gap_at")))
+           .when(F.coalesce(F.col("covered"), F.lit(0)) < F.col("read_len"),
+                 F.format_string("%d bytes read back, but writers wrote only up to offset %d",
+                                 F.col("read_len"), F.coalesce(F.col("covered"), F.lit(0))))
+           .when(F.col("closed") & F.col("final_len").isNotNull()
+                 & (F.col("final_len") != F.col("read_len")),
+                 F.format_string("read back %d bytes of a closed file whose length is %d",
+                                 F.col("read_len"), F.col("final_len")))
+           .when(F.col("verifiable") & (F.col("expected_crc") != F.col("read_crc")),
+                 F.format_string("CRC read back %d differs from the CRC %d of what was written",
+                                 F.col("read_crc"), F.col("expected_crc"))))
+    bad = lay.withColumn("why", why).filter(F.col("why").isNotNull())
+    checked = lay.filter(F.col("verifiable") | why.isNotNull())
+    return Outcome(runs_of(checked), violation(
+        bad, F.col("why"), "path", "read_len", "read_crc", "expected_crc", "covered", "gap_at",
+        "final_len", ts=F.lit(None), node=F.lit("final_state"), event=F.lit("final_state.readback")))
+
+
+def check_d3(runs: RunSet) -> Outcome:
+    """Replicas agree: all FINALIZED replicas of a block on live DataNodes have the same
+    GS, length and CRC."""
+    live = live_datanodes(runs)
+    reps = (runs.fs_replicas.filter(F.col("state") == "FINALIZED")
+            .join(live, ["run_id", "dn"], "left_semi"))
+    g = reps.groupBy("run_id", "block").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.countDistinct(F.struct("gs", "len", "crc")).alias("versions"),
+        F.sort_array(F.collect_list(F.struct("dn", "gs", "len", "crc"))).alias("replicas"))
+    bad = g.filter(F.col("versions") > 1)
+    return Outcome(runs_of(g.filter(F.col("n") >= 2)), violation(
+        bad, F.format_string("%d FINALIZED replicas disagree (%d versions of GS/length/CRC)",
+                             F.col("n"), F.col("versions")),
+        "block", "replicas", ts=F.lit(None), node=F.lit("final_state"),
+        event=F.lit("final_state.datanodes")))
+
+
+def check_d4(runs: RunSet) -> Outcome:
+    """Replication restored: after quiescence every COMPLETE block has `replication`
+    valid replicas (FINALIZED, the block's GS and length) on live DataNodes (or as many
+    as there are live DataNodes)."""
+    live = live_datanodes(runs)
+    n_live = live.groupBy("run_id").agg(F.count(F.lit(1)).alias("live_dns"))
+    blocks = runs.fs_blocks.filter(F.col("state") == "COMPLETE")
+    reps = (runs.fs_replicas.filter(F.col("state") == "FINALIZED")
+            .join(live, ["run_id", "dn"], "left_semi")
+            .select(F.col("run_id").alias("_r"), F.col("block").alias("_b"),
+                    F.col("gs").alias("r_gs"), F.col("len").alias("r_len"), "dn"))
+    j = blocks.join(reps, (blocks["run_id"] == reps["_r"]) & (blocks["block"] == reps["_b"])
+                    & (blocks["gs"] == reps["r_gs"]) & (blocks["len"] == reps["r_len"]), "left")
+    g = (j.groupBy("run_id", "path", "block", "gs", "len", "replication")
+         .agg(F.count("dn").alias("valid"), F.sort_array(F.collect_set("dn")).alias("valid_on"))
+         .join(n_live, "run_id", "left"))
+    need = F.least(F.col("replication"), F.coalesce(F.col("live_dns"), F.col("replication")))
+    bad = g.filter(F.col("valid") < need)
+    return Outcome(runs_of(blocks), violation(
+        bad, F.format_string("%d valid replicas on live DataNodes, replication %d",
+                             F.col("valid"), F.col("replication")),
+        "path", "block", "gs", "len", "replication", "valid_on", "live_dns",
+        ts=F.lit(None), node=F.lit("final_state"), event=F.lit("final_state.files")))

@@ -1,0 +1,288 @@
+"""Lease checks L1-L6 (spec/CHECKS.md): the NameNode's LeaseManager and the client's
+LeaseRenewer (soft limit, hard limit, recoverLeaseInternal, internalReleaseLease)."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window, functions as F
+
+from ..load import NAMENODE_HOLDER, RunSet
+from .common import (LOG_SLACK_S, Outcome, assign_stream, base, client_streams,
+                     lease_changes, lease_intervals, last_renewal, node_deaths,
+                     runs_of, union_all, violation, with_conf)
+
+# The monitor acts on a lease in its first pass after the hard limit; on top of the
+# spec's "+ 2 monitor intervals" allow for scheduling on a loaded machine.
+HARD_LIMIT_SLACK_S = 0.5
+
+
+def check_l1(runs: RunSet) -> Outcome:
+    """One writer: at no instant do two holders hold a lease on the same path (a running
+    count of holders per path, over the lease add / reassign / remove events)."""
+    c = lease_changes(runs)
+    w = (Window.partitionBy("run_id", "path").orderBy("ts", "seq", "sub", "eid")
+         .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    counted = c.withColumn("holders", F.sum("delta").over(w))
+    over = counted.filter((F.col("delta") == 1) & (F.col("holders") >= 2))
+    starts = c.filter("delta = 1").select(F.col("run_id").alias("_r"), F.col("path").alias("_p"),
+                                          F.col("holder").alias("o_holder"),
+                                          F.col("ts").alias("o_ts"), F.col("eid").alias("o_eid"))
+    j = over.join(starts, (over["run_id"] == starts["_r"]) & (over["path"] == starts["_p"])
+                  & (starts["o_holder"] != over["holder"]) & (starts["o_ts"] <= over["ts"]), "left")
+    w2 = Window.partitionBy("eid").orderBy(F.desc_nulls_last("o_ts"), F.desc_nulls_last("o_eid"))
+    j = j.withColumn("_rn", F.row_number().over(w2)).filter("_rn = 1")
+    return Outcome(runs_of(c), violation(
+        j, F.format_string("%s holds a lease on %s while %s still holds one (since %.6f)",
+                           F.col("holder"), F.col("path"), F.col("o_holder"), F.col("o_ts")),
+        "path", "holder", F.col("holders").alias("holders_now"),
+        F.col("o_holder").alias("other_holder"), F.col("o_ts").alias("other_since")))
+
+
+def check_l2(runs: RunSet) -> Outcome:
+    """Soft limit: a takeover by another client (nn.lease.recover, force=false, result not
+    error) only once the holder's last renewal is older than the soft limit; earlier
+    attempts fail with AlreadyBeingCreated or RecoveryInProgress."""
+    rec = base(runs.of("nn.lease.recover"), "path", "holder", "requester", "force", "result",
+               "error")
+    rec = rec.filter(~F.coalesce(F.col("force"), F.lit(False)) & F.col("holder").isNotNull()
+                     & F.col("requester").isNotNull()
+                     & (F.col("requester") != F.col("holder"))
+                     & (F.col("requester") != NAMENODE_HOLDER))
+    rec = with_conf(runs, last_renewal(runs, rec))
+    age = F.col("ts") - F.col("last_renew")
+    early = F.col("last_renew").isNotNull() & (age < F.col("soft_limit") - LOG_SLACK_S)
+    took = F.col("result").isin("closed", "recovering")
+    why = (F.when(early & took,
+                  F.format_string("%s took the file over from %s %.3fs after its last renewal, "
+                                  "before the soft limit (%.3fs)", F.col("requester"),
+                                  F.col("holder"), age, F.col("soft_limit")))
+           .when(early & (F.col("result") == "error")
+                 & ~F.coalesce(F.col("error"), F.lit("")).isin("AlreadyBeingCreated",
+                                                              "RecoveryInProgress"),
+                 F.format_string("attempt before the soft limit failed with %s, not "
+                                 "AlreadyBeingCreated or RecoveryInProgress",
+                                 F.coalesce(F.col("error"), F.lit("no error")))))
+    bad = rec.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(rec), violation(
+        bad, F.col("why"), "path", "holder", "requester", "force", "result", "error",
+        F.col("last_renew").alias("last_renewal"), F.round(age, 3).alias("age_s"),
+        "soft_limit"))
+
+
+def check_l3(runs: RunSet) -> Outcome:
+    """Hard limit: a lease not renewed for longer than the hard limit is recovered by the
+    NameNode within hard limit + 2 monitor intervals; and the monitor never expires a
+    lease (nn.lease.expired limit=hard) that is younger than the hard limit."""
+    iv = lease_intervals(runs).filter(F.col("holder") != NAMENODE_HOLDER) \
+        .withColumn("ikey", F.col("s_eid"))
+    ren = runs.of("nn.lease.renew", "nn.lease.add", "nn.lease.reassign") \
+        .select("run_id", "holder", "ts", "eid", "event", F.lit("renew").alias("kind"))
+    r = ren.select(F.col("run_id").alias("_r"), F.col("holder").alias("_h"),
+                   F.col("ts").alias("p_ts"), F.col("eid").alias("p_eid"),
+                   F.col("event").alias("p_event"), F.col("kind").alias("p_kind"))
+    pts_ren = iv.join(r, (iv["run_id"] == r["_r"]) & (iv["holder"] == r["_h"])
+                      & (r["p_ts"] > iv["s"]) & (r["p_ts"] < iv["e"]))
+    # The NameNode's own lifecycle: a start renews every restored lease, a kill or stop
+    # suspends the monitor (no deadline runs while it is down).
+    nn_up = runs.of("nn.start").select("run_id", "ts", "eid", "event", F.lit("renew").alias("kind"))
+    nn_down = (runs.of("harness.node.kill", "harness.node.stop").filter(F.col("target") == "nn")
+               .select("run_id", "ts", "eid", "event", F.lit("down").alias("kind")))
+    life = nn_up.unionByName(nn_down).select(
+        F.col("run_id").alias("_r"), F.col("ts").alias("p_ts"), F.col("eid").alias("p_eid"),
+        F.col("event").alias("p_event"), F.col("kind").alias("p_kind"))
+    pts_life = iv.join(life, (iv["run_id"] == life["_r"]) & (life["p_ts"] > iv["s"])
+                       & (life["p_ts"] < iv["e"]))
+    cols = ["run_id", "path", "holder", "s", "e", "open", "ikey", "p_ts", "p_eid", "p_event",
+            "p_kind"]
+    start_pts = iv.select("*", F.col("s").alias("p_ts"), F.col("s_eid").alias("p_eid"),
+                          F.lit("nn.lease.add").alias("p_event"), F.lit("renew").alias("p_kind"))
+    pts = union_all([start_pts.select(*cols), pts_ren.select(*cols), pts_life.select(*cols)])
+    w = Window.partitionBy("ikey").orderBy("p_ts", "p_eid")
+    gaps = with_conf(runs, pts.withColumn("next_ts", F.coalesce(F.lead("p_ts").over(w), F.col("e"))))
+    gaps = gaps.withColumn("deadline", F.col("p_ts") + F.col("hard_limit")
+                           + 2 * F.col("lease_recheck") + HARD_LIMIT_SLACK_S)
+    renew_gaps = gaps.filter(F.col("p_kind") == "renew")
+    late = renew_gaps.filter(F.col("next_ts") > F.col("deadline"))
+    late_v = violation(
+        late, F.format_string("the lease of %s on %s was not renewed after %.6f and was still "
+                              "held %.3fs later, past hard limit + 2 monitor intervals (%.3fs)",
+                              F.col("holder"), F.col("path"), F.col("p_ts"),
+                              F.col("next_ts") - F.col("p_ts"),
+                              F.col("deadline") - F.col("p_ts")),
+        "path", "holder", F.col("p_ts").alias("last_renewal"),
+        F.col("next_ts").alias("held_until"), "hard_limit", "lease_recheck",
+        ts="p_ts", node=F.lit("nn"), event="p_event")
+    long_gaps = renew_gaps.filter(F.col("next_ts") - F.col("p_ts") > F.col("hard_limit"))
+    exp = with_conf(runs, base(runs.of("nn.lease.expired"), "holder", "limit")
+                    .filter(F.col("limit") == "hard"))
+    exp = last_renewal(runs, exp)
+    early = exp.filter(F.col("last_renew").isNotNull()
+                       & (F.col("ts") - F.col("last_renew") < F.col("hard_limit") - LOG_SLACK_S))
+    early_v = violation(
+        early, F.format_string("the NameNode expired the lease of %s %.3fs after its last "
+                               "renewal, before the hard limit (%.3fs)", F.col("holder"),
+                               F.col("ts") - F.col("last_renew"), F.col("hard_limit")),
+        "holder", "limit", F.col("last_renew").alias("last_renewal"), "hard_limit")
+    return Outcome(runs_of(long_gaps).unionByName(runs_of(exp)).distinct(),
+                   late_v.unionByName(early_v))
+
+
+def _recovered_paths(runs: RunSet) -> DataFrame:
+    """run_id, path, ts, eid, event, node: events saying a path's lease was recovered."""
+    rec = runs.of("nn.lease.recover").filter(F.col("result").isin("closed", "recovering"))
+    closes = runs.of("nn.file.close").filter(F.col("reason").isin("lease_recovery",
+                                                                  "block_recovery"))
+    evs = union_all([rec, runs.of("nn.lease.reassign"), runs.of("nn.recovery.start"), closes])
+    return evs.select("run_id", "path", "ts", "eid", "event", "node").filter(
+        F.col("path").isNotNull())
+
+
+def check_l4(runs: RunSet) -> Outcome:
+    """Closed in the end: every file whose lease was recovered is closed in
+    final_state.json and no lease names it (unless it was reopened, deleted or renamed
+    after the recovery)."""
+    rp = _recovered_paths(runs).join(runs.fs_runs, "run_id", "left_semi")
+    w = Window.partitionBy("run_id", "path").orderBy(F.desc("ts"), F.desc("eid"))
+    last = rp.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1").drop("_rn")
+    later = runs.of("nn.file.create", "nn.file.append", "nn.file.delete", "nn.file.rename") \
+        .select(F.col("run_id").alias("_r"), F.col("path").alias("_p"), F.col("ts").alias("_t"))
+    last = last.join(later, (last["run_id"] == later["_r"]) & (last["path"] == later["_p"])
+                     & (later["_t"] > last["ts"]), "left_anti")
+    files = runs.fs_files.select("run_id", "path", "closed", F.col("len").alias("final_len"),
+                                 F.lit(True).alias("listed"))
+    leases = runs.fs_leases.groupBy("run_id", "path").agg(
+        F.collect_set("holder").alias("lease_holders"))
+    j = last.join(files, ["run_id", "path"], "left").join(leases, ["run_id", "path"], "left")
+    why = (F.when(F.col("listed").isNull(), "the file is missing from final_state.json")
+           .when(~F.coalesce(F.col("closed"), F.lit(False)),
+                 "the file is still open in final_state.json")
+           .when(F.col("lease_holders").isNotNull(),
+                 F.format_string("a lease still names the file (%s)",
+                                 F.array_join("lease_holders", ", "))))
+    bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(last), violation(bad, F.col("why"), "path", "closed", "final_len",
+                                            "lease_holders"))
+
+
+# NameNode events that record an operation a lease holder asked for (addBlock, complete,
+# fsync, updatePipeline, abandonBlock), when they name the holder.
+_HOLDER_OPS = ("nn.file.complete", "nn.block.allocate", "nn.block.update_pipeline",
+               "nn.block.abandon", "nn.file.fsync")
+
+
+def check_l5(runs: RunSet) -> Outcome:
+    """Old holder shut out: once a holder's lease on a path was recovered or reassigned,
+    the NameNode accepts no addBlock / complete / fsync of that holder on that path
+    (until it opens the file again), and its stream never closes successfully."""
+    rea = runs.of("nn.lease.reassign").filter(F.col("old_holder") != F.col("holder")) \
+        .select("run_id", "path", F.col("old_holder").alias("shut"), "ts", "eid", "event")
+    rec = (runs.of("nn.lease.recover").filter((F.col("result") == "recovering")
+                                              & (F.coalesce(F.col("requester"), F.lit("")) != F.col("holder")))
+           .select("run_id", "path", F.col("holder").alias("shut"), "ts", "eid", "event"))
+    shut = rea.unionByName(rec).filter(F.col("shut").isNotNull() & F.col("path").isNotNull())
+    readd = runs.of("nn.lease.add").select("run_id", "path", F.col("holder").alias("shut"), "ts", "eid")
+    shut = first_after_simple(shut, readd, ["run_id", "path", "shut"], "until")
+    # NameNode side: operations accepted from the shut-out holder.
+    accepted = (runs.of(*_HOLDER_OPS)
+                .filter(F.col("holder").isNotNull() & F.col("path").isNotNull()
+                        & F.coalesce(F.col("ok"), F.lit(True)))
+                .select(F.col("run_id").alias("_r"), F.col("path").alias("_p"),
+                        F.col("holder").alias("_h"), F.col("ts").alias("a_ts"),
+                        F.col("event").alias("a_event"), F.col("node").alias("a_node")))
+    j = shut.join(accepted, (shut["run_id"] == accepted["_r"]) & (shut["path"] == accepted["_p"])
+                  & (shut["shut"] == accepted["_h"]) & (accepted["a_ts"] > shut["ts"])
+                  & (shut["until"].isNull() | (accepted["a_ts"] < shut["until"])))
+    nn_v = violation(
+        j, F.format_string("the NameNode accepted %s from %s on %s after its lease was "
+                           "recovered/reassigned at %.6f", F.col("a_event"), F.col("shut"),
+                           F.col("path"), F.col("ts")),
+        "path", F.col("shut").alias("old_holder"), F.col("ts").alias("shut_out_at"),
+        ts="a_ts", node="a_node", event="a_event")
+    # Client side: the old holder's stream (opened before) reports a successful close,
+    # while the NameNode never accepted its complete before the recovery.
+    st = client_streams(runs)
+    closes = assign_stream(base(runs.of("client.close").filter(F.col("ok")), "path", "len"), st)
+    c = closes.select(F.col("run_id").alias("_r"), F.col("path").alias("_p"),
+                      F.col("s_holder").alias("_h"), F.col("s_open").alias("c_open"),
+                      F.col("ts").alias("c_ts"), F.col("node").alias("c_node"),
+                      F.col("eid").alias("c_eid"))
+    jc = shut.join(c, (shut["run_id"] == c["_r"]) & (shut["path"] == c["_p"])
+                   & (shut["shut"] == c["_h"]) & (c["c_open"] < shut["ts"]) & (c["c_ts"] > shut["ts"]))
+    done = runs.of("nn.file.complete").filter(F.coalesce(F.col("ok"), F.lit(True))) \
+        .select(F.col("run_id").alias("_r2"), F.col("path").alias("_p2"),
+                F.col("holder").alias("_h2"), F.col("ts").alias("_t2"))
+    jc = jc.join(done, (jc["run_id"] == done["_r2"]) & (jc["path"] == done["_p2"])
+                 & (jc["shut"] == done["_h2"]) & (done["_t2"] >= jc["c_open"])
+                 & (done["_t2"] <= jc["ts"]), "left_anti")
+    cl_v = violation(
+        jc, F.format_string("%s's stream on %s closed successfully after its lease was "
+                            "recovered/reassigned at %.6f", F.col("shut"), F.col("path"),
+                            F.col("ts")),
+        "path", F.col("shut").alias("old_holder"), F.col("ts").alias("shut_out_at"),
+        ts="c_ts", node="c_node", event=F.lit("client.close"))
+    return Outcome(runs_of(shut), nn_v.unionByName(cl_v))
+
+
+def first_after_simple(left: DataFrame, right: DataFrame, on: list[str], out: str) -> DataFrame:
+    """Adds `out`: the ts of the first row of `right` after each row of `left`."""
+    r = right.select(*[F.col(c).alias("_" + c) for c in on], F.col("ts").alias("_t"))
+    j = left.join(r, [left[c] == r["_" + c] for c in on] + [r["_t"] > left["ts"]], "left")
+    agg = j.groupBy("eid").agg(F.min("_t").alias(out))
+    return left.join(agg, "eid", "left")
+
+
+def check_l6(runs: RunSet) -> Outcome:
+    """Renewals: while a live client has files open it logs client.lease.renew at least
+    every soft/2 + slack (slack: max(1s, soft/4)); pauses of the client do not count."""
+    st = client_streams(runs)
+    ends = (assign_stream(base(runs.of("client.close", "client.stream.error"), "path"), st)
+            .groupBy("run_id", "node", "path", "s_open").agg(F.min("ts").alias("s_close")))
+    deaths = node_deaths(runs).select(F.col("run_id").alias("_r"), F.col("target").alias("_n"),
+                                      F.col("ts").alias("_t"))
+    s = st.join(ends, ["run_id", "node", "path", "s_open"], "left")
+    killed = (s.join(deaths, (s["run_id"] == deaths["_r"]) & (s["node"] == deaths["_n"])
+                     & (deaths["_t"] > s["s_open"]))
+              .groupBy("run_id", "node", "path", "s_open").agg(F.min("_t").alias("s_kill")))
+    last = runs.events.groupBy("run_id", "node").agg(F.max("ts").alias("n_last"))
+    s = (s.join(killed, ["run_id", "node", "path", "s_open"], "left")
+         .join(last, ["run_id", "node"], "left"))
+    big = F.lit(float("inf"))
+    s = s.withColumn("s_end", F.least(F.coalesce("s_close", big), F.coalesce("s_kill", big),
+                                      F.col("n_last")))
+    # merge overlapping streams of a client into periods with files open
+    w = Window.partitionBy("run_id", "node").orderBy("s_open", "s_end")
+    prev_end = F.max("s_end").over(w.rowsBetween(Window.unboundedPreceding, -1))
+    s = s.withColumn("new", F.when(prev_end.isNull() | (F.col("s_open") > prev_end), 1).otherwise(0))
+    s = s.withColumn("period", F.sum("new").over(w.rowsBetween(Window.unboundedPreceding, 0)))
+    periods = s.groupBy("run_id", "node", "period").agg(
+        F.min("s_open").alias("p_start"), F.max("s_end").alias("p_end"),
+        F.first("s_holder").alias("holder"))
+    periods = with_conf(runs, periods).withColumn(
+        "bound", F.col("soft_limit") / 2 + F.greatest(F.lit(1.0), F.col("soft_limit") / 4))
+    periods = periods.withColumn("pkey", F.concat_ws("/", "node", F.col("period").cast("string")))
+    marks = (runs.of("client.lease.renew").select("run_id", "node", "ts", "event",
+                                                  F.lit("renew").alias("kind"))
+             .unionByName(runs.of("harness.node.pause").select(
+                 "run_id", F.col("target").alias("node"), "ts", "event", F.lit("pause").alias("kind")))
+             .unionByName(runs.of("harness.node.resume").select(
+                 "run_id", F.col("target").alias("node"), "ts", "event", F.lit("renew").alias("kind"))))
+    m = marks.select(F.col("run_id").alias("_r"), F.col("node").alias("_n"),
+                     F.col("ts").alias("m_ts"), F.col("event").alias("m_event"),
+                     F.col("kind").alias("m_kind"))
+    pm = periods.join(m, (periods["run_id"] == m["_r"]) & (periods["node"] == m["_n"])
+                      & (m["m_ts"] > periods["p_start"]) & (m["m_ts"] < periods["p_end"]))
+    cols = ["run_id", "node", "pkey", "holder", "p_start", "p_end", "bound", "soft_limit",
+            "m_ts", "m_event", "m_kind"]
+    starts = periods.select("*", F.col("p_start").alias("m_ts"),
+                            F.lit("client.stream.open").alias("m_event"),
+                            F.lit("renew").alias("m_kind"))
+    pts = starts.select(*cols).unionByName(pm.select(*cols))
+    w2 = Window.partitionBy("run_id", "pkey").orderBy("m_ts", "m_kind")
+    pts = pts.withColumn("next_ts", F.coalesce(F.lead("m_ts").over(w2), F.col("p_end")))
+    late = pts.filter((F.col("m_kind") == "renew") & (F.col("next_ts") - F.col("m_ts") > F.col("bound")))
+    exercised = periods.filter(F.col("p_end") - F.col("p_start") > F.col("soft_limit") / 2)
+    return Outcome(runs_of(exercised), violation(
+        late, F.format_string("%s had files open but did not renew its lease for %.3fs "
+                              "(bound %.3fs = soft/2 + slack)", F.col("node"),
+                              F.col("next_ts") - F.col("m_ts"), F.col("bound")),
+        "holder", F.col("m_ts").alias("from_ts"), F.col("next_ts").alias("to_ts"), "bound",
+        "soft_limit", ts="m_ts", node="node", event="m_event"))

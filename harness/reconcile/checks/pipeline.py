@@ -1,0 +1,280 @@
+"""Pipeline recovery checks P1-P6 (spec/CHECKS.md): what a client must do when a
+DataNode of its write pipeline fails (DataStreamer.setupPipelineForAppendOrRecovery)."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window, functions as F
+
+from ..load import RunSet
+from .common import (Outcome, assign_stream, base, client_streams, first_after, last_before,
+                     node_deaths, runs_of, union_all, violation, with_conf)
+
+_NEW_BLOCK_SETUP = "PIPELINE_SETUP_CREATE"
+
+
+def _pipeline_errors(runs: RunSet) -> DataFrame:
+    """client.pipeline.error rows that call for a pipeline recovery, with their stream.
+
+    A setup error of a brand-new block (PIPELINE_SETUP_CREATE, or a block the client then
+    abandons) is handled by abandonBlock + addBlock instead, so it is left out."""
+    def build():
+        errs = base(runs.of("client.pipeline.error"), "path", "block", "gs", "stage",
+                    "pipeline", "error_index", "bad_node", "acked", "error")
+        errs = errs.filter(F.coalesce(F.col("stage"), F.lit("")) != _NEW_BLOCK_SETUP)
+        ab = runs.of("client.pipeline.abandon").select(
+            F.col("run_id").alias("_r"), F.col("node").alias("_n"), F.col("block").alias("_b"),
+            F.col("ts").alias("_t"))
+        errs = errs.join(ab, (errs["run_id"] == ab["_r"]) & (errs["node"] == ab["_n"])
+                         & (errs["block"] == ab["_b"]) & (ab["_t"] >= errs["ts"]), "left_anti")
+        return assign_stream(errs, client_streams(runs))
+    return runs.memo("pipeline_errors", build)
+
+
+def check_p1(runs: RunSet) -> Outcome:
+    """Rebuild: an error on a stream that went on (acked more, hflushed, closed) is
+    followed by client.pipeline.recovered for the block, with a greater GS and without
+    the bad node."""
+    st = client_streams(runs)
+    errs = _pipeline_errors(runs)
+    keys = ["run_id", "node", "path", "s_open"]
+    went_on_ctl = assign_stream(
+        runs.of("client.close").filter(F.col("ok")).unionByName(runs.of("client.hflush"))
+        .unionByName(runs.of("client.pipeline.recovered"))
+        .select("run_id", "node", "path", "ts"), st)
+    acks = (assign_stream(runs.of("client.ack").select("run_id", "node", "path", "ts", "block",
+                                                       "acked"), st)
+            .groupBy(*keys, "block").agg(F.max("ts").alias("last_ts"),
+                                          F.max("acked").alias("max_acked")))
+    e = errs.select("eid", *keys, "ts", "block", "acked")
+    l1 = went_on_ctl.select(*[F.col(k).alias("_" + k) for k in keys], F.col("ts").alias("_t"))
+    c1 = e.join(l1, [e[k] == l1["_" + k] for k in keys] + [l1["_t"] > e["ts"]]).select("eid")
+    a = acks.select(*[F.col(k).alias("_" + k) for k in keys], F.col("block").alias("_b"),
+                    "last_ts", "max_acked")
+    c2 = e.join(a, [e[k] == a["_" + k] for k in keys]
+                + [(a["last_ts"] > e["ts"])
+                   & ((a["_b"] != e["block"])
+                      | (a["max_acked"] > F.coalesce(e["acked"], F.lit(-1))))]).select("eid")
+    went_on = c1.unionByName(c2).distinct()
+    considered = errs.join(went_on, "eid", "left_semi")
+    rec = base(runs.of("client.pipeline.recovered"), "block", "gs", "pipeline")
+    j = first_after(considered, rec, ["run_id", "node", "block"], "r_")
+    why = (F.when(F.col("r_ts").isNull(),
+                  "the stream went on but no client.pipeline.recovered followed for this block")
+           .when(F.col("r_gs") <= F.col("gs"),
+                 F.format_string("the rebuilt pipeline has GS %d, not greater than %d",
+                                 F.col("r_gs"), F.col("gs")))
+           .when(F.col("bad_node").isNotNull()
+                 & F.array_contains(F.col("r_pipeline"), F.col("bad_node")),
+                 F.format_string("bad node %s is still in the rebuilt pipeline",
+                                 F.col("bad_node"))))
+    bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(considered), violation(
+        bad, F.col("why"), "path", "block", "gs", "stage", "pipeline", "bad_node", "acked",
+        F.col("r_ts").alias("recovered_ts"), F.col("r_gs").alias("recovered_gs"),
+        F.col("r_pipeline").alias("recovered_pipeline")))
+
+
+def replace_needed(policy, replication, remaining, hflushed, enable):
+    """The replace-datanode-on-failure policy (ReplaceDatanodeOnFailure) as a Column:
+    DEFAULT: r >= 3 and (r/2 >= n or (r > n and hflushed/appended)); ALWAYS: r > n;
+    NEVER or disabled: never."""
+    r, n = replication, remaining
+    return (F.when(~F.coalesce(enable, F.lit(True)), F.lit(False))
+            .when(policy == "NEVER", F.lit(False))
+            .when(policy == "ALWAYS", r > n)
+            .when(policy == "DEFAULT",
+                  (r >= 3) & ((F.floor(r / 2) >= n) | ((r > n) & F.coalesce(hflushed, F.lit(False))))))
+
+
+def check_p2(runs: RunSet) -> Outcome:
+    """Policy: each client.pipeline.replace decision is what the policy gives for its own
+    inputs, best-effort is honoured, and `added` leads to a pipeline with the new node."""
+    rep = with_conf(runs, base(runs.of("client.pipeline.replace"), "path", "block", "policy",
+                               "replication", "remaining", "hflushed", "decision",
+                               "new_node"))
+    policy = F.upper(F.coalesce(F.col("policy"), F.col("conf_policy")))
+    need = replace_needed(policy, F.col("replication"), F.col("remaining"), F.col("hflushed"),
+                          F.col("replace_enable"))
+    rep = rep.withColumn("need", need)
+    nxt = base(runs.of("client.pipeline.recovered", "client.pipeline.error",
+                        "client.pipeline.replace"), "block", "pipeline")
+    j = first_after(rep, nxt, ["run_id", "node", "block"], "n_")
+    d = F.col("decision")
+    tried = d.isin("added", "failed", "failed_best_effort")
+    why = (F.when(F.col("need").isNull(),
+                  "cannot apply the policy: policy, replication or remaining missing")
+           .when(F.col("need") & ~tried,
+                 F.format_string("policy %s with replication %d, %d remaining, hflushed=%s "
+                                 "requires a replacement, decision was %s", policy,
+                                 F.col("replication"), F.col("remaining"),
+                                 F.col("hflushed").cast("string"), d))
+           .when(~F.col("need") & (d != "not_needed"),
+                 F.format_string("policy %s with replication %d, %d remaining, hflushed=%s "
+                                 "requires no replacement, decision was %s", policy,
+                                 F.col("replication"), F.col("remaining"),
+                                 F.col("hflushed").cast("string"), d))
+           .when((d == "failed_best_effort") & ~F.coalesce(F.col("best_effort"), F.lit(False)),
+                 "went on without a replacement (failed_best_effort) but best-effort is off")
+           .when((d == "failed") & F.coalesce(F.col("best_effort"), F.lit(False)),
+                 "best-effort is on, yet the failed replacement failed the stream")
+           .when((d == "added") & F.col("new_node").isNull(), "decision added names no new_node")
+           .when((d == "added") & (F.col("n_event") == "client.pipeline.recovered")
+                 & ~F.array_contains(F.col("n_pipeline"), F.col("new_node")),
+                 F.format_string("new node %s is missing from the next rebuilt pipeline",
+                                 F.col("new_node"))))
+    bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(rep), violation(
+        bad, F.col("why"), "path", "block", F.col("policy"), "replication", "remaining",
+        "hflushed", "decision", "new_node", F.col("need").alias("replacement_required"),
+        F.col("n_pipeline").alias("next_pipeline")))
+
+
+def check_p3(runs: RunSet) -> Outcome:
+    """No acked byte lost: after a recovery every replica of the new pipeline holds at
+    least the bytes acked before the error (its first state at the new GS, and any
+    transfer to a new node, carry at least `acked` bytes)."""
+    rec = base(runs.of("client.pipeline.recovered"), "path", "block", "gs", "old_gs", "pipeline")
+    err = base(runs.of("client.pipeline.error"), "block", "acked", "pipeline")
+    j = last_before(rec, err, ["run_id", "node", "block"], "e_")
+    considered = j.filter(F.col("e_acked").isNotNull())
+    members = considered.select("*", F.explode("pipeline").alias("dn")) \
+        .withColumn("mkey", F.concat_ws("/", F.col("eid").cast("string"), F.col("dn")))
+    states = (runs.of("dn.replica.state").filter(F.col("state").isin("RBW", "FINALIZED"))
+              .select("run_id", F.col("node").alias("dn"), "block", "gs", "ts", "eid", "len",
+                      "state"))
+    s = states.select(F.col("run_id").alias("_r"), F.col("dn").alias("_d"),
+                      F.col("block").alias("_b"), F.col("gs").alias("_g"),
+                      F.col("ts").alias("s_ts"), F.col("eid").alias("s_eid"),
+                      F.col("len").alias("s_len"), F.col("state").alias("s_state"))
+    jm = members.join(s, (members["run_id"] == s["_r"]) & (members["dn"] == s["_d"])
+                      & (members["block"] == s["_b"]) & (members["gs"] == s["_g"]), "left")
+    w = Window.partitionBy("mkey").orderBy(F.col("s_ts").asc_nulls_last(), F.col("s_eid").asc_nulls_last())
+    first_state = jm.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1")
+    short = first_state.filter(F.col("s_len") < F.col("e_acked"))
+    bad_rep = violation(
+        short, F.format_string("replica on %s holds %d bytes at the new GS %d, fewer than the "
+                               "%d acked before the error", F.col("dn"), F.col("s_len"),
+                               F.col("gs"), F.col("e_acked")),
+        "path", "block", "gs", "pipeline", F.col("dn").alias("replica_on"),
+        F.col("s_len").alias("replica_len"), F.col("s_state").alias("replica_state"),
+        F.col("e_acked").alias("acked"), ts="s_ts", node="dn", event=F.lit("dn.replica.state"))
+    tr = runs.of("dn.transfer").select(F.col("run_id").alias("_r"), F.col("block").alias("_b"),
+                                       F.col("target").alias("_d"), F.col("ts").alias("t_ts"),
+                                       F.col("len").alias("t_len"), F.col("node").alias("t_node"))
+    jt = members.join(tr, (members["run_id"] == tr["_r"]) & (members["block"] == tr["_b"])
+                      & (members["dn"] == tr["_d"]) & (tr["t_ts"] >= members["e_ts"])
+                      & (tr["t_ts"] <= members["ts"]))
+    short_tr = jt.filter(F.col("t_len") < F.col("e_acked"))
+    bad_tr = violation(
+        short_tr, F.format_string("transfer to %s carried %d bytes, fewer than the %d acked",
+                                  F.col("dn"), F.col("t_len"), F.col("e_acked")),
+        "path", "block", F.col("dn").alias("target"), F.col("t_len").alias("transferred"),
+        F.col("e_acked").alias("acked"), ts="t_ts", node="t_node", event=F.lit("dn.transfer"))
+    return Outcome(runs_of(considered), bad_rep.unionByName(bad_tr))
+
+
+def check_p4(runs: RunSet) -> Outcome:
+    """NameNode agrees: each rebuilt pipeline has an nn.block.update_pipeline with the
+    same block, GS and nodes, and an nn.block.gs_bump(reason=pipeline) to that GS."""
+    rec = base(runs.of("client.pipeline.recovered"), "path", "block", "gs", "old_gs", "pipeline")
+    ups = (runs.of("nn.block.update_pipeline")
+           .groupBy("run_id", "block", "gs")
+           .agg(F.collect_set(F.array_sort("pipeline")).alias("nn_pipelines")))
+    bumps = (runs.of("nn.block.gs_bump").filter(F.col("reason") == "pipeline")
+             .select("run_id", "block", "gs", F.lit(True).alias("bumped")).distinct())
+    j = rec.join(ups, ["run_id", "block", "gs"], "left").join(bumps, ["run_id", "block", "gs"],
+                                                              "left")
+    why = (F.when(F.col("nn_pipelines").isNull(),
+                  "no nn.block.update_pipeline for this block and GS")
+           .when(~F.array_contains(F.col("nn_pipelines"), F.array_sort("pipeline")),
+                 "the NameNode recorded a different pipeline for this GS")
+           .when(F.col("bumped").isNull(),
+                 "no nn.block.gs_bump with reason pipeline to this GS"))
+    bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(rec), violation(bad, F.col("why"), "path", "block", "old_gs", "gs",
+                                           "pipeline", "nn_pipelines"))
+
+
+def stale_locations(runs: RunSet, blocks: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """For the final-state blocks among `blocks` (run_id, block): the locations whose
+    replica on disk has an older GS than the block, or no replica at all.
+    Returns (exercised blocks, bad location rows)."""
+    fb = runs.fs_blocks.join(blocks.distinct(), ["run_id", "block"], "left_semi")
+    loc = fb.select("run_id", "path", "block", "gs", "len", "state",
+                    F.explode("locations").alias("dn"))
+    reps = runs.fs_replicas.select("run_id", "dn", "block", F.col("gs").alias("r_gs"),
+                                   F.col("len").alias("r_len"), F.col("state").alias("r_state"))
+    listed = runs.fs_datanodes.withColumn("listed", F.lit(True))
+    j = loc.join(reps, ["run_id", "dn", "block"], "left").join(listed, ["run_id", "dn"], "left")
+    why = (F.when(F.col("r_gs").isNotNull() & (F.col("r_gs") < F.col("gs")),
+                  F.format_string("location %s holds generation %d, older than the block's %d",
+                                  F.col("dn"), F.col("r_gs"), F.col("gs")))
+           .when(F.col("r_gs").isNull() & F.col("listed").isNotNull(),
+                 F.format_string("location %s has no replica of the block on disk", F.col("dn"))))
+    bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
+    return fb, bad
+
+
+def check_p5(runs: RunSet) -> Outcome:
+    """Stale replicas: after a pipeline recovery, no final location of the block is a
+    replica with an older GS (such replicas must be invalidated or reported stale)."""
+    blocks = runs.of("client.pipeline.recovered").select("run_id", "block")
+    ex, bad = stale_locations(runs, blocks)
+    return Outcome(runs_of(ex), _stale_evidence(bad))
+
+
+def _stale_evidence(bad: DataFrame) -> DataFrame:
+    return violation(bad, F.col("why"), "path", "block", "gs", "len",
+                     F.col("r_gs").alias("replica_gs"), F.col("r_len").alias("replica_len"),
+                     F.col("r_state").alias("replica_state"),
+                     ts=F.lit(None), node="dn", event=F.lit("final_state"))
+
+
+def check_p6(runs: RunSet) -> Outcome:
+    """Honest failure: once every node of a pipeline failed (an error in a one-node
+    pipeline, or client.stream.error) the stream never reports success, and it does
+    report an error (client.close ok=false, client.stream.error or client.op.end
+    ok=false) unless the client itself was killed."""
+    st = client_streams(runs)
+    last = (_pipeline_errors(runs).filter(F.size("pipeline") <= 1)
+            .select("run_id", "eid", "ts", "node", "event", "path", "block", "pipeline",
+                    "bad_node", "s_open"))
+    serr = assign_stream(base(runs.of("client.stream.error"), "path", "error"), st) \
+        .select("run_id", "eid", "ts", "node", "event", "path", F.lit(None).cast("long").alias("block"),
+                F.lit(None).cast("array<string>").alias("pipeline"),
+                F.lit(None).cast("string").alias("bad_node"), "s_open")
+    doomed = last.unionByName(serr)
+    outcome_events = assign_stream(
+        base(runs.of("client.close", "client.op.end", "client.stream.error"), "path", "ok"), st)
+    keys = ["run_id", "node", "path", "s_open"]
+    o = outcome_events.select(*[F.col(k).alias("_" + k) for k in keys],
+                              F.col("ts").alias("o_ts"), F.col("event").alias("o_event"),
+                              F.col("ok").alias("o_ok"), F.col("eid").alias("o_eid"))
+    cond = [doomed[k] == o["_" + k] for k in keys] + [o["o_ts"] >= doomed["ts"],
+                                                      o["o_eid"] != doomed["eid"]]
+    j = doomed.join(o, cond, "left")
+    success = (F.col("o_event").isin("client.close", "client.op.end") & F.col("o_ok"))
+    error = ((F.col("o_event") == "client.stream.error")
+             | (F.col("o_event").isin("client.close", "client.op.end") & ~F.col("o_ok")))
+    per = j.groupBy("eid").agg(
+        F.min(F.when(success, F.col("o_ts"))).alias("success_ts"),
+        F.min(F.when(success, F.col("o_event"))).alias("success_event"),
+        F.max(F.when(error, F.lit(1)).otherwise(F.lit(0))).alias("error_reported"))
+    deaths = node_deaths(runs).select(F.col("run_id").alias("_r"), F.col("target").alias("_n"),
+                                      F.col("ts").alias("_t"))
+    killed = doomed.join(deaths, (doomed["run_id"] == deaths["_r"]) & (doomed["node"] == deaths["_n"])
+                         & (deaths["_t"] >= doomed["ts"]), "left_semi").select(
+        "eid", F.lit(True).alias("killed"))
+    ended = runs.of("harness.run.end").select("run_id", F.lit(True).alias("run_ended")).distinct()
+    d = (doomed.join(per, "eid", "left").join(killed, "eid", "left")
+         .join(ended, "run_id", "left"))
+    why = (F.when(F.col("success_ts").isNotNull(),
+                  F.format_string("%s reported success after every DataNode of the pipeline "
+                                  "failed", F.col("success_event")))
+           .when((F.col("event") == "client.pipeline.error") & (F.col("error_reported") != 1)
+                 & F.col("killed").isNull() & F.col("run_ended").isNotNull(),
+                 "every DataNode of the pipeline failed, yet the application was never told"))
+    bad = d.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(doomed), violation(
+        bad, F.col("why"), "path", "block", "pipeline", "bad_node",
+        F.col("success_ts").alias("success_ts")))

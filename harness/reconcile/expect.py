@@ -1,0 +1,195 @@
+"""The scenario's `expect:` block, evaluated against a run's check results, metrics and
+final state.
+
+```yaml
+expect:
+  checks: all                  # or a list of check ids; these must pass or skip
+  must_fail: [P2]              # checks that must FAIL (deliberately broken runs)
+  files:
+    /data/f1: {closed: true, min_len: hflushed, len: 4MiB, lease_recovered: true}
+  recoveries: {pipeline: ">=1", block: 1, lease: ">=1", replacements: 0}
+  max_recovery: 15s
+  workload: {w1: ok, w2: error}
+```
+The facts it needs per run (final file states, hflushed offsets, recovered paths,
+workload outcomes) are gathered in Spark for the paths and operations named, then
+judged here on the driver.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from pyspark.sql import functions as F, types as T
+
+from minihdfs.config import ConfigError, parse_duration, parse_size
+from .checks import CHECK_IDS, CheckResult
+from .load import RunSet
+
+RECOVERY_METRICS = {"pipeline": "pipeline_recoveries", "block": "block_recoveries",
+                    "lease": "lease_recoveries", "replacements": "replacements"}
+_COUNT = re.compile(r"^\s*(>=|<=|==|>|<)?\s*(\d+)\s*$")
+
+
+@dataclasses.dataclass
+class RunFacts:
+    """What the expect block may ask about one run."""
+    files: dict[str, dict]              # path -> {closed, len} from final_state.json
+    readback: dict[str, dict]           # path -> {len, crc}
+    hflushed: dict[str, int]            # path -> greatest client.hflush offset
+    lease_recovered: set[str]           # paths whose lease was recovered
+    ops: dict[str, dict]                # op_id -> {ok, error}
+
+
+def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
+    """The facts of every run, limited to the paths and operations its expect names."""
+    spark = runs.spark
+    wanted_paths = [(rid, str(p)) for rid, info in runs.runs.items()
+                    for p in ((info.expect.get("files") or {}) if isinstance(info.expect.get("files"), dict) else {})]
+    wanted_ops = [(rid, str(o)) for rid, info in runs.runs.items()
+                  for o in ((info.expect.get("workload") or {}) if isinstance(info.expect.get("workload"), dict) else {})]
+    facts = {rid: RunFacts({}, {}, {}, set(), {}) for rid in runs.runs}
+    if wanted_paths:
+        paths = spark.createDataFrame(wanted_paths, "run_id string, path string")
+        for r in runs.fs_files.join(paths, ["run_id", "path"], "left_semi").select(
+                "run_id", "path", "closed", "len").collect():
+            facts[r["run_id"]].files[r["path"]] = {"closed": r["closed"], "len": r["len"]}
+        for r in runs.fs_readback.join(paths, ["run_id", "path"], "left_semi").collect():
+            facts[r["run_id"]].readback[r["path"]] = {"len": r["len"], "crc": r["crc"]}
+        for r in (runs.of("client.hflush").join(paths, ["run_id", "path"], "left_semi")
+                  .groupBy("run_id", "path").agg(F.max("offset").alias("o")).collect()):
+            facts[r["run_id"]].hflushed[r["path"]] = int(r["o"])
+        rec = (runs.of("nn.lease.recover").filter(F.col("result").isin("closed", "recovering"))
+               .unionByName(runs.of("nn.lease.reassign"))
+               .unionByName(runs.of("nn.file.close").filter(
+                   F.col("reason").isin("lease_recovery", "block_recovery")))
+               .select("run_id", "path").join(paths, ["run_id", "path"], "left_semi").distinct())
+        for r in rec.collect():
+            facts[r["run_id"]].lease_recovered.add(r["path"])
+    if wanted_ops:
+        ops = spark.createDataFrame(wanted_ops, "run_id string, op_id string")
+        ends = (runs.of("client.op.end").join(ops, ["run_id", "op_id"], "left_semi")
+                .select("run_id", "op_id", "ok", "error", "ts").collect())
+        for r in sorted(ends, key=lambda r: r["ts"]):
+            facts[r["run_id"]].ops[r["op_id"]] = {"ok": r["ok"], "error": r["error"]}
+    return facts
+
+
+def _count_ok(spec: Any, value: int) -> bool | None:
+    if isinstance(spec, bool):
+        return None
+    if isinstance(spec, int):
+        return value == spec
+    m = _COUNT.match(str(spec))
+    if not m:
+        return None
+    op, n = m.group(1) or "==", int(m.group(2))
+    return {"==": value == n, ">=": value >= n, "<=": value <= n, ">": value > n,
+            "<": value < n}[op]
+
+
+def required_checks(expect: dict) -> tuple[list[str], list[str], list[dict]]:
+    """(required ids, must-fail ids, items for ids that are not checks)."""
+    items = []
+    spec = expect.get("checks", "all")
+    if spec is None or spec == "all":
+        listed = list(CHECK_IDS)
+    elif isinstance(spec, (list, tuple)):
+        listed = [str(c) for c in spec]
+    else:
+        listed = list(CHECK_IDS)
+        items.append({"what": f"checks: {spec!r} is neither 'all' nor a list", "status": "fail"})
+    must_fail = [str(c) for c in (expect.get("must_fail") or [])]
+    for cid in listed + must_fail:
+        if cid not in CHECK_IDS:
+            items.append({"what": f"unknown check id {cid}", "status": "fail"})
+    required = [c for c in listed if c in CHECK_IDS and c not in must_fail]
+    return required, [c for c in must_fail if c in CHECK_IDS], items
+
+
+def evaluate_expect(expect: dict, checks: list[CheckResult], metrics: dict,
+                    facts: RunFacts) -> tuple[bool, list[dict]]:
+    """(passed, expect items) for one run: every required check passed or skipped, every
+    must_fail check failed, every item of the block holds."""
+    required, must_fail, items = required_checks(expect)
+    status = {c.id: c.status for c in checks}
+    checks_ok = all(status.get(c, "skip") in ("pass", "skip") for c in required)
+    for cid in must_fail:
+        got = status.get(cid, "skip")
+        items.append({"what": f"{cid} must fail (got {got})",
+                      "status": "pass" if got == "fail" else "fail"})
+    files = expect.get("files") or {}
+    for path, want in (files.items() if isinstance(files, dict) else []):
+        items.extend(_file_items(str(path), want if isinstance(want, dict) else {}, facts))
+    rec = expect.get("recoveries") or {}
+    for kind, spec in (rec.items() if isinstance(rec, dict) else []):
+        metric = RECOVERY_METRICS.get(kind)
+        if metric is None:
+            items.append({"what": f"recoveries: unknown kind {kind!r}", "status": "fail"})
+            continue
+        value = metrics.get(metric, 0)
+        ok = _count_ok(spec, value)
+        items.append({"what": f"{kind} recoveries {spec} (got {value})",
+                      "status": "pass" if ok else "fail"})
+    if expect.get("max_recovery") is not None:
+        items.append(_max_recovery_item(expect["max_recovery"], metrics))
+    work = expect.get("workload") or {}
+    for op_id, want in (work.items() if isinstance(work, dict) else []):
+        end = facts.ops.get(str(op_id))
+        got = None if end is None else ("ok" if end.get("ok") else "error")
+        items.append({"what": f"workload {op_id} {want} (got {got or 'no client.op.end'})",
+                      "status": "pass" if got == str(want) else "fail"})
+    passed = checks_ok and all(i["status"] == "pass" for i in items)
+    return passed, items
+
+
+def _max_recovery_item(spec: Any, metrics: dict) -> dict:
+    try:
+        bound = parse_duration(spec, "expect.max_recovery")
+    except ConfigError as exc:
+        return {"what": f"max_recovery: {exc}", "status": "fail"}
+    lat = metrics.get("recovery_latencies_s") or {}
+    values = [v for vs in lat.values() for v in vs]
+    if not values:
+        return {"what": f"every recovery within {spec} (none measured)", "status": "pass"}
+    worst = max(values)
+    return {"what": f"every recovery within {spec} (worst {worst:.3f}s)",
+            "status": "pass" if worst <= bound else "fail"}
+
+
+def _file_items(path: str, want: dict, facts: RunFacts) -> list[dict]:
+    items = []
+    f = facts.files.get(path)
+    for key, value in want.items():
+        if key == "closed":
+            what = f"{path} {'closed' if value else 'open'}"
+            got = None if f is None else bool(f.get("closed"))
+            ok = got is not None and got == bool(value)
+            items.append({"what": what + ("" if ok else f" (got {'missing' if f is None else ('closed' if got else 'open')})"),
+                          "status": "pass" if ok else "fail"})
+        elif key in ("min_len", "len"):
+            try:
+                if key == "min_len" and str(value).strip().lower() == "hflushed":
+                    target = facts.hflushed.get(path, 0)
+                    label = f"hflushed {target}"
+                else:
+                    target = parse_size(value, f"expect.files[{path}].{key}")
+                    label = str(target)
+            except ConfigError as exc:
+                items.append({"what": f"{path} {key}: {exc}", "status": "fail"})
+                continue
+            got = None if f is None else f.get("len")
+            op = ">=" if key == "min_len" else "=="
+            ok = got is not None and (got >= target if op == ">=" else got == target)
+            items.append({"what": f"{path} len {op} {label} (got {'missing' if got is None else got})",
+                          "status": "pass" if ok else "fail"})
+        elif key == "lease_recovered":
+            got = path in facts.lease_recovered
+            items.append({"what": f"{path} lease {'recovered' if value else 'not recovered'}"
+                                  + ("" if got == bool(value) else f" (got {'recovered' if got else 'not recovered'})"),
+                          "status": "pass" if got == bool(value) else "fail"})
+        else:
+            items.append({"what": f"{path}: unknown expectation {key!r}", "status": "fail"})
+    return items

@@ -1,0 +1,318 @@
+"""Loading runs: every `results/<run-id>/` folder into Spark DataFrames.
+
+A run folder holds `events/<node>.jsonl` (one JSON object a line, spec/EVENTS.md),
+`final_state.json` and `scenario.yaml`. All runs given are read as one dataset with the
+folder name as `run_id`, so the checks work on one run or on ten thousand alike.
+
+Nothing is silently lost: a line that is not a JSON object, lacks the envelope (ts,
+node, event) or has a field of the wrong type is *malformed*; it is counted and kept (in
+`RunSet.malformed`, with its text), never fatal. A line with a wrongly typed field but a
+sound envelope still takes part in the checks with that field null. Fields the schema
+does not know ride along in `raw` (the line itself) and `extra_fields()` maps them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import logging
+import os
+from typing import Any, Callable
+
+import yaml
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, functions as F, types as T
+
+from minihdfs.config import Config, ConfigError
+from .schema import CORRUPT, EVENT_SCHEMA, FINAL_STATE_SCHEMA, KNOWN_FIELDS
+from .session import get_spark
+
+log = logging.getLogger(__name__)
+
+NAMENODE_HOLDER = "HDFS_NameNode"
+
+
+@dataclasses.dataclass
+class RunInfo:
+    """What the driver knows about one run folder (small, plain data)."""
+    run_id: str
+    run_dir: str
+    scenario: dict
+    name: str
+    config: Config
+    expect: dict
+    event_files: list[str]
+    has_final_state: bool
+    warnings: list[str]
+
+
+class RunSet:
+    """The loaded runs: cached event and final-state DataFrames plus per-run facts."""
+
+    def __init__(self, spark: SparkSession, runs: dict[str, RunInfo], lines: DataFrame,
+                 final: DataFrame):
+        self.spark = spark
+        self.runs = runs
+        self._cached: list[DataFrame] = []
+        self._memo: dict[str, DataFrame] = {}
+        self.lines = self._keep(lines)
+        self.events = self.lines.filter(~F.col("bad_envelope")).drop("bad_envelope")
+        self.malformed = (self.lines.filter(F.col("malformed"))
+                          .select("run_id", "log", "seq", "raw"))
+        self.final = self._keep(final)
+        self.runs_df = spark.createDataFrame(
+            [(r,) for r in sorted(runs)], T.StructType([T.StructField("run_id", T.StringType())]))
+        self.conf = spark.createDataFrame(
+            [_conf_row(info) for info in runs.values()], CONF_SCHEMA)
+
+    # -- caching -------------------------------------------------------------------
+    def _keep(self, df: DataFrame) -> DataFrame:
+        """Cache `df` (memory, spilling to disk): it is computed once, on first use."""
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self._cached.append(df)
+        return df
+
+    def memo(self, key: str, build: Callable[[], DataFrame]) -> DataFrame:
+        """A derived DataFrame shared by several checks, computed once and cached."""
+        if key not in self._memo:
+            self._memo[key] = self._keep(build())
+        return self._memo[key]
+
+    def close(self) -> None:
+        """Release every cached DataFrame of these runs."""
+        for df in self._cached:
+            try:
+                df.unpersist()
+            except Exception:
+                pass
+        self._cached.clear()
+        self._memo.clear()
+
+    # -- final_state.json, flattened -------------------------------------------------
+    @property
+    def fs_runs(self) -> DataFrame:
+        """Run ids that have a readable final_state.json."""
+        return self.memo("fs_runs", lambda: self.final.filter(F.col(CORRUPT).isNull())
+                         .select("run_id").distinct())
+
+    @property
+    def fs_files(self) -> DataFrame:
+        """run_id, path, closed, len, replication, blocks."""
+        return self.memo("fs_files", lambda: self.final
+                         .select("run_id", F.explode("files").alias("f"))
+                         .select("run_id", "f.path", "f.closed", "f.len", "f.replication",
+                                 "f.blocks"))
+
+    @property
+    def fs_blocks(self) -> DataFrame:
+        """run_id, path, replication, idx, block, gs, len, state, locations."""
+        return self.memo("fs_blocks", lambda: self.fs_files
+                         .select("run_id", "path", "replication",
+                                 F.posexplode("blocks").alias("idx", "b"))
+                         .select("run_id", "path", "replication", "idx", "b.block", "b.gs",
+                                 "b.len", "b.state", "b.locations"))
+
+    @property
+    def fs_leases(self) -> DataFrame:
+        """run_id, holder, path: one row per path a final lease names."""
+        return self.memo("fs_leases", lambda: self.final
+                         .select("run_id", F.explode("leases").alias("l"))
+                         .select("run_id", F.col("l.holder").alias("holder"),
+                                 F.explode("l.paths").alias("path")))
+
+    @property
+    def fs_replicas(self) -> DataFrame:
+        """run_id, dn, block, gs, len, state, crc: every replica on every DataNode's disk."""
+        return self.memo("fs_replicas", lambda: self.final
+                         .select("run_id", F.explode("datanodes").alias("dn", "reps"))
+                         .select("run_id", "dn", F.explode("reps").alias("r"))
+                         .select("run_id", "dn", "r.block", "r.gs", "r.len", "r.state",
+                                 "r.crc"))
+
+    @property
+    def fs_datanodes(self) -> DataFrame:
+        """run_id, dn: the DataNodes final_state.json lists."""
+        return self.memo("fs_datanodes", lambda: self.final
+                         .select("run_id", F.explode(F.map_keys("datanodes")).alias("dn")))
+
+    @property
+    def fs_readback(self) -> DataFrame:
+        """run_id, path, len, crc: each file as a client read it back."""
+        return self.memo("fs_readback", lambda: self.final
+                         .select("run_id", F.explode("readback").alias("path", "r"))
+                         .select("run_id", "path", "r.len", "r.crc"))
+
+    # -- per-run facts ---------------------------------------------------------------
+    @property
+    def bounds(self) -> DataFrame:
+        """run_id, start_ts, end_ts: the first and last event of each run."""
+        return self.memo("bounds", lambda: self.events.groupBy("run_id")
+                         .agg(F.min("ts").alias("start_ts"), F.max("ts").alias("end_ts")))
+
+    def of(self, *names: str) -> DataFrame:
+        """The events with one of these names."""
+        return self.events.filter(F.col("event").isin(list(names)))
+
+    def malformed_summary(self, sample: int = 5) -> dict[str, dict]:
+        """{run_id: {"count": n, "sample": [{"log", "line"}]}} for runs with bad lines."""
+        from pyspark.sql.window import Window
+        w = Window.partitionBy("run_id").orderBy("log", "seq")
+        rows = (self.malformed
+                .withColumn("n", F.count(F.lit(1)).over(Window.partitionBy("run_id")))
+                .withColumn("rn", F.row_number().over(w))
+                .filter(F.col("rn") <= sample)
+                .select("run_id", "n", "log", F.substring("raw", 1, 300).alias("line"))
+                .collect())
+        out: dict[str, dict] = {}
+        for r in rows:
+            d = out.setdefault(r["run_id"], {"count": r["n"], "sample": []})
+            d["sample"].append({"log": r["log"], "line": r["line"]})
+        for rid, info in self.runs.items():
+            for w_ in info.warnings:
+                d = out.setdefault(rid, {"count": 0, "sample": []})
+                d.setdefault("warnings", []).append(w_)
+        return out
+
+
+def extra_fields(df: DataFrame) -> DataFrame:
+    """Adds `extra`: a map of the fields of each line that the event schema does not know."""
+    known = F.array(*[F.lit(k) for k in sorted(KNOWN_FIELDS)])
+    m = F.from_json("raw", T.MapType(T.StringType(), T.StringType()))
+    return df.withColumn("extra", F.map_filter(m, lambda k, v: ~F.array_contains(known, k)))
+
+
+CONF_SCHEMA = T.StructType([
+    T.StructField("run_id", T.StringType()),
+    T.StructField("soft_limit", T.DoubleType()),
+    T.StructField("hard_limit", T.DoubleType()),
+    T.StructField("lease_recheck", T.DoubleType()),
+    T.StructField("heartbeat", T.DoubleType()),
+    T.StructField("conf_replication", T.LongType()),
+    T.StructField("conf_policy", T.StringType()),
+    T.StructField("replace_enable", T.BooleanType()),
+    T.StructField("best_effort", T.BooleanType()),
+])
+
+
+def _conf_row(info: RunInfo) -> tuple:
+    c = info.config
+    return (info.run_id, float(c["lease.soft-limit"]), float(c["lease.hard-limit"]),
+            float(c["dfs.namenode.lease-recheck-interval-ms"]),
+            float(c["dfs.heartbeat.interval"]), int(c["dfs.replication"]),
+            c["dfs.client.block.write.replace-datanode-on-failure.policy"],
+            bool(c["dfs.client.block.write.replace-datanode-on-failure.enable"]),
+            bool(c["dfs.client.block.write.replace-datanode-on-failure.best-effort"]))
+
+
+def read_run_info(run_dir: str) -> RunInfo:
+    """The driver-side facts of one run folder: scenario, config, expect, files."""
+    run_dir = os.path.abspath(run_dir)
+    run_id = os.path.basename(run_dir.rstrip("/"))
+    warnings: list[str] = []
+    scenario: dict = {}
+    sc_path = os.path.join(run_dir, "scenario.yaml")
+    if os.path.exists(sc_path):
+        try:
+            with open(sc_path, encoding="utf-8") as f:
+                scenario = yaml.safe_load(f) or {}
+            if not isinstance(scenario, dict):
+                warnings.append("scenario.yaml is not a mapping; ignored")
+                scenario = {}
+        except yaml.YAMLError as exc:
+            warnings.append(f"scenario.yaml does not parse: {exc}".splitlines()[0])
+    else:
+        warnings.append("no scenario.yaml: defaults assumed")
+    cluster = scenario.get("cluster") or {}
+    raw_conf = cluster.get("config") if isinstance(cluster, dict) else None
+    try:
+        config = Config(raw_conf if isinstance(raw_conf, dict) else {})
+    except ConfigError as exc:
+        warnings.append(f"cluster.config: {exc}; Hadoop defaults assumed")
+        config = Config({})
+    expect = scenario.get("expect") or {}
+    if not isinstance(expect, dict):
+        warnings.append("expect: is not a mapping; ignored")
+        expect = {}
+    files = sorted(glob.glob(os.path.join(run_dir, "events", "*.jsonl")))
+    if not files:
+        warnings.append("no events/*.jsonl")
+    return RunInfo(run_id=run_id, run_dir=run_dir, scenario=scenario,
+                   name=str(scenario.get("name") or run_id), config=config, expect=expect,
+                   event_files=files,
+                   has_final_state=os.path.exists(os.path.join(run_dir, "final_state.json")),
+                   warnings=warnings)
+
+
+def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
+              keep_raw: bool = True) -> RunSet:
+    """Read the given run folders into one cached RunSet (lazy: Spark reads on first use).
+
+    `keep_raw` keeps every line's text in `raw` (for fields the schema does not know);
+    malformed lines keep theirs in any case.
+    """
+    spark = spark or get_spark()
+    infos: dict[str, RunInfo] = {}
+    for d in run_dirs:
+        info = read_run_info(d)
+        if info.run_id in infos:
+            raise ValueError(f"two run folders are both named {info.run_id!r} "
+                             f"({infos[info.run_id].run_dir} and {info.run_dir}); "
+                             "run ids must be unique")
+        infos[info.run_id] = info
+    files = [f for info in infos.values() for f in info.event_files]
+    return RunSet(spark, infos, _read_lines(spark, files, keep_raw),
+                  _read_final(spark, [i.run_dir for i in infos.values() if i.has_final_state]))
+
+
+def _path_part(col: str, index: int):
+    return F.url_decode(F.element_at(F.split(F.col(col), "/"), index))
+
+
+def _read_lines(spark: SparkSession, files: list[str], keep_raw: bool) -> DataFrame:
+    if files:
+        text = spark.read.text(files).select(
+            "value", F.col("_metadata.file_path").alias("file"))
+    else:
+        text = spark.createDataFrame([], "value string, file string")
+    parsed = text.select(
+        _path_part("file", -3).alias("run_id"),
+        F.regexp_replace(_path_part("file", -1), r"\.jsonl$", "").alias("log"),
+        F.from_json("value", EVENT_SCHEMA,
+                    {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"}).alias("j"),
+        "value")
+    bad_envelope = (F.col("j.ts").isNull() | F.col("j.node").isNull()
+                    | F.col("j.event").isNull())
+    malformed = F.col(f"j.{CORRUPT}").isNotNull() | bad_envelope
+    fields = [f.name for f in EVENT_SCHEMA.fields if f.name != CORRUPT]
+    return parsed.select(
+        "run_id", "log", F.monotonically_increasing_id().alias("eid"),
+        *[F.col(f"j.{n}").alias(n) for n in fields],
+        F.coalesce(bad_envelope, F.lit(True)).alias("bad_envelope"),
+        F.coalesce(malformed, F.lit(True)).alias("malformed"),
+        (F.col("value") if keep_raw else
+         F.when(malformed, F.col("value"))).alias("raw"))
+
+
+def _read_final(spark: SparkSession, run_dirs: list[str]) -> DataFrame:
+    paths = [os.path.join(d, "final_state.json") for d in run_dirs]
+    if paths:
+        df = (spark.read.schema(FINAL_STATE_SCHEMA)
+              .option("multiLine", True).option("mode", "PERMISSIVE")
+              .option("columnNameOfCorruptRecord", CORRUPT).json(paths))
+        return df.withColumn("run_id", _path_part("_metadata.file_path", -2))
+    return spark.createDataFrame([], FINAL_STATE_SCHEMA.add("run_id", T.StringType()))
+
+
+def scenario_name(info: RunInfo) -> str:
+    return info.name
+
+
+def as_jsonable(value: Any) -> Any:
+    """Spark Row / numpy values to plain JSON values."""
+    if hasattr(value, "asDict"):
+        return {k: as_jsonable(v) for k, v in value.asDict(recursive=False).items()}
+    if isinstance(value, dict):
+        return {k: as_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_jsonable(v) for v in value]
+    return value

@@ -1,0 +1,134 @@
+"""Metrics of a run (spec/CHECKS.md "Metrics"): recovery latencies, recovery counts,
+bytes written and throughput. Computed for every loaded run in Spark; only the per-run
+numbers are collected.
+
+- pipeline_recovery_s: harness.fault.inject to the next client.pipeline.recovered in
+  the run (a fault followed by another fault before any recovery is not measured);
+- lease_recovery_s: a client crash (harness.node.kill of a client, or a crash_client
+  fault) to the nn.file.close of each file that client had open;
+- block_recovery_s: nn.recovery.start to the nn.recovery.commit of the same recovery id;
+  each of these is the worst (largest) in the run, every value is in
+  `recovery_latencies_s`;
+- pipeline_recoveries (client.pipeline.recovered), block_recoveries (distinct recovery
+  ids started), lease_recoveries (distinct (path, old holder) whose lease was recovered
+  or reassigned), replacements (client.pipeline.replace decision added);
+- bytes_written (sum of client.write len) and throughput_mbps: megabytes (10^6 bytes)
+  per second, from the first client.stream.open to the last client.close.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window, functions as F
+
+from .checks.common import assign_stream, client_streams, first_after, node_deaths
+from .load import RunSet
+
+METRIC_NAMES = ["lease_recovery_s", "pipeline_recovery_s", "block_recovery_s",
+                "pipeline_recoveries", "block_recoveries", "lease_recoveries", "replacements",
+                "bytes_written", "throughput_mbps"]
+
+
+def pipeline_latencies(runs: RunSet) -> DataFrame:
+    """run_id, fault, kind, ts, latency: fault injection to the pipeline recovery it caused."""
+    faults = (runs.of("harness.fault.inject").filter(F.coalesce(F.col("kind"), F.lit("")) != "heal")
+              .select("run_id", "eid", "ts", "fault", "kind", "target"))
+    w = Window.partitionBy("run_id").orderBy("ts", "eid")
+    faults = faults.withColumn("next_fault", F.lead("ts").over(w))
+    rec = runs.of("client.pipeline.recovered").select("run_id", "eid", "ts", "block", "node")
+    j = first_after(faults, rec, ["run_id"], "r_")
+    return (j.filter(F.col("r_ts").isNotNull()
+                     & (F.col("next_fault").isNull() | (F.col("r_ts") <= F.col("next_fault"))))
+            .select("run_id", "fault", "kind", "ts", (F.col("r_ts") - F.col("ts")).alias("latency")))
+
+
+def lease_latencies(runs: RunSet) -> DataFrame:
+    """run_id, target, path, ts, latency: client crash to the close of each open file."""
+    clients = runs.events.filter(F.col("role") == "client").select(
+        "run_id", F.col("node").alias("target")).distinct()
+    crashes = node_deaths(runs).filter(F.col("event") != "harness.node.stop") \
+        .join(clients, ["run_id", "target"], "left_semi") \
+        .dropDuplicates(["run_id", "target", "ts"]) \
+        .withColumn("ckey", F.monotonically_increasing_id())
+    st = client_streams(runs)
+    ends = (assign_stream(runs.of("client.close", "client.stream.error")
+                          .select("run_id", "node", "path", "ts"), st)
+            .groupBy("run_id", "node", "path", "s_open").agg(F.min("ts").alias("s_close")))
+    s = st.join(ends, ["run_id", "node", "path", "s_open"], "left")
+    c = crashes.alias("c")
+    o = s.alias("s")
+    open_at = c.join(o, (F.col("c.run_id") == F.col("s.run_id")) & (F.col("c.target") == F.col("s.node"))
+                     & (F.col("s.s_open") < F.col("c.ts"))
+                     & (F.col("s.s_close").isNull() | (F.col("s.s_close") > F.col("c.ts")))) \
+        .select(F.col("c.run_id").alias("run_id"), F.col("c.target").alias("target"),
+                F.col("s.path").alias("path"), F.col("c.ts").alias("ts"), "ckey")
+    open_at = open_at.withColumn("eid", F.monotonically_increasing_id())
+    closes = runs.of("nn.file.close").select("run_id", "path", "ts", "eid")
+    j = first_after(open_at, closes, ["run_id", "path"], "f_")
+    return j.filter(F.col("f_ts").isNotNull()).select(
+        "run_id", "target", "path", "ts", (F.col("f_ts") - F.col("ts")).alias("latency"))
+
+
+def block_latencies(runs: RunSet) -> DataFrame:
+    """run_id, block, recovery_id, ts, latency: nn.recovery.start to its commit."""
+    st = runs.of("nn.recovery.start").groupBy("run_id", "block", "recovery_id").agg(
+        F.min("ts").alias("ts"))
+    cm = runs.of("nn.recovery.commit").groupBy("run_id", "block", "recovery_id").agg(
+        F.min("ts").alias("c_ts"))
+    return st.join(cm, ["run_id", "block", "recovery_id"]).select(
+        "run_id", "block", "recovery_id", "ts", (F.col("c_ts") - F.col("ts")).alias("latency"))
+
+
+def compute_metrics(runs: RunSet) -> dict[str, dict]:
+    """{run_id: {metric: value, ..., "recovery_latencies_s": {...}}} for every run."""
+    lat = (pipeline_latencies(runs).select("run_id", F.lit("pipeline").alias("kind"), "latency")
+           .unionByName(lease_latencies(runs).select("run_id", F.lit("lease").alias("kind"),
+                                                     "latency"))
+           .unionByName(block_latencies(runs).select("run_id", F.lit("block").alias("kind"),
+                                                     "latency")))
+    lat_rows = (lat.groupBy("run_id", "kind")
+                .agg(F.sort_array(F.collect_list(F.round("latency", 6))).alias("values"))
+                .collect())
+    ev = runs.events
+    counts = ev.groupBy("run_id").agg(
+        F.sum(F.when(F.col("event") == "client.pipeline.recovered", 1).otherwise(0)).alias("pipeline_recoveries"),
+        F.countDistinct(F.when(F.col("event") == "nn.recovery.start",
+                               F.struct("block", "recovery_id"))).alias("block_recoveries"),
+        F.sum(F.when((F.col("event") == "client.pipeline.replace") & (F.col("decision") == "added"), 1)
+              .otherwise(0)).alias("replacements"),
+        F.sum(F.when(F.col("event") == "client.write", F.col("len")).otherwise(0)).alias("bytes_written"),
+        F.min(F.when(F.col("event").isin("client.stream.open", "client.write"), F.col("ts"))).alias("w_start"),
+        F.max(F.when(F.col("event").isin("client.close", "client.write", "client.ack"), F.col("ts"))).alias("w_end"),
+    )
+    lr = (runs.of("nn.lease.recover").filter(F.col("result") != "error")
+          .select("run_id", "path", "holder")
+          .unionByName(runs.of("nn.lease.reassign").select("run_id", "path",
+                                                          F.col("old_holder").alias("holder")))
+          .filter(F.col("holder").isNotNull()).distinct()
+          .groupBy("run_id").agg(F.count(F.lit(1)).alias("lease_recoveries")))
+    bad = runs.lines.filter("malformed").groupBy("run_id").agg(
+        F.count(F.lit(1)).alias("malformed_lines"))
+    rows = (runs.runs_df.join(counts, "run_id", "left").join(lr, "run_id", "left")
+            .join(bad, "run_id", "left").collect())
+    out: dict[str, dict] = {}
+    for r in rows:
+        span = (r["w_end"] - r["w_start"]) if r["w_end"] is not None and r["w_start"] is not None else None
+        written = int(r["bytes_written"] or 0)
+        out[r["run_id"]] = {
+            "lease_recovery_s": None, "pipeline_recovery_s": None, "block_recovery_s": None,
+            "pipeline_recoveries": int(r["pipeline_recoveries"] or 0),
+            "block_recoveries": int(r["block_recoveries"] or 0),
+            "lease_recoveries": int(r["lease_recoveries"] or 0),
+            "replacements": int(r["replacements"] or 0),
+            "bytes_written": written,
+            "throughput_mbps": round(written / span / 1e6, 3) if span and span > 0 else None,
+            "malformed_lines": int(r["malformed_lines"] or 0),
+            "recovery_latencies_s": {"pipeline": [], "lease": [], "block": []},
+        }
+    for r in lat_rows:
+        m = out.get(r["run_id"])
+        if m is None:
+            continue
+        values = [float(v) for v in r["values"]]
+        m["recovery_latencies_s"][r["kind"]] = values
+        m[f"{r['kind']}_recovery_s"] = round(max(values), 3) if values else None
+    return out

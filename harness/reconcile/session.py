@@ -1,0 +1,92 @@
+"""The one SparkSession of a process, shared by every verification and report.
+
+Spark start-up costs seconds (a JVM, a Py4J gateway), so a process makes one session and
+reuses it for every run it checks. Local mode (`local[2]`) is the default; a master URL
+(`spark://host:7077`, `yarn`, `k8s://...`) runs the same job on a cluster, in which case
+the results folders must be on a file system every executor can read.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+
+DEFAULT_MASTER = "local[2]"
+_lock = threading.Lock()
+_spark = None
+_master = None
+
+
+def _builder(master: str):
+    from pyspark.sql import SparkSession
+
+    local = master.startswith("local")
+    memory = os.environ.get("HDFS_CHAOS_SPARK_MEMORY", "4g")
+    partitions = os.environ.get("HDFS_CHAOS_SPARK_PARTITIONS", "4" if local else "200")
+    b = (SparkSession.builder.master(master).appName("hdfs-chaos-reconcile")
+         .config("spark.sql.shuffle.partitions", partitions)
+         .config("spark.default.parallelism", partitions)
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.log.level", "ERROR")
+         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+         .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "true")
+         # Listing thousands of small log files on the driver is faster than a Spark
+         # job that lists them in parallel (that job alone takes seconds on 2 cores).
+         .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
+         .config("spark.sql.files.openCostInBytes", str(1 << 20))
+         .config("spark.sql.adaptive.enabled", "true")
+         .config("spark.sql.autoBroadcastJoinThreshold", str(32 << 20))
+         .config("spark.python.worker.reuse", "true")
+         .config("spark.pyspark.python", sys.executable)
+         .config("spark.pyspark.driver.python", sys.executable))
+    if local:
+        # Driver and executor are one JVM in local mode: its heap holds the cached events.
+        b = (b.config("spark.driver.memory", memory)
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.driver.host", "127.0.0.1"))
+    return b
+
+
+def get_spark(master: str | None = None):
+    """The process-wide SparkSession, created on first use (`master` or local[2]).
+
+    Asking again returns the same session; asking for a different master once a session
+    exists is an error, since a JVM can host only one SparkContext.
+    """
+    global _spark, _master
+    wanted = master or os.environ.get("HDFS_CHAOS_SPARK_MASTER") or DEFAULT_MASTER
+    with _lock:
+        if _spark is not None:
+            if master and master != _master:
+                raise RuntimeError(
+                    f"a SparkSession for {_master!r} already runs in this process; "
+                    f"cannot switch to {master!r} (start a new process for another master)")
+            return _spark
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        try:
+            spark = _builder(wanted).getOrCreate()
+        except Exception as exc:  # no Java, bad master URL: one clear line
+            raise RuntimeError(
+                f"cannot start Spark ({wanted}): {exc}. The verifier needs Java 17+ on PATH "
+                f"(or JAVA_HOME) and pyspark installed: pip install pyspark") from exc
+        spark.sparkContext.setLogLevel("ERROR")
+        _spark, _master = spark, wanted
+        atexit.register(stop_spark)
+        return spark
+
+
+def stop_spark() -> None:
+    """Stop the shared session (at exit, or in a test that needs a fresh one)."""
+    global _spark, _master
+    with _lock:
+        if _spark is not None:
+            try:
+                _spark.stop()
+            except Exception:
+                pass
+            _spark, _master = None, None

@@ -1,0 +1,42 @@
+"""Fixtures of the verifier tests: one SparkSession for the whole session, and every
+hand-written run of cases.py built, loaded and checked once."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The process-wide session (harness.reconcile.session.get_spark)."""
+    pytest.importorskip("pyspark")
+    from harness.reconcile.session import get_spark
+    return get_spark()
+
+
+@pytest.fixture(scope="session")
+def case_dirs(tmp_path_factory):
+    """{run_id: run folder} for every case of cases.py."""
+    from cases import CASES
+    root = tmp_path_factory.mktemp("verifier-cases")
+    return {rid: build().write(str(root)) for rid, build in CASES.items()}
+
+
+@pytest.fixture(scope="session")
+def case_verdicts(spark, case_dirs):
+    """{run_id: verdict} for every case, from one load and one pass of every check."""
+    from harness.reconcile.api import verify_loaded
+    from harness.reconcile.load import load_runs
+    runs = load_runs(list(case_dirs.values()), spark)
+    try:
+        verdicts = verify_loaded(runs)
+    finally:
+        runs.close()
+    return {v["run_id"]: v for v in verdicts}
