@@ -1,0 +1,89 @@
+"""Real runs of a mini-HDFS made deliberately wrong (the test-only switches of
+minihdfs/config.py) are caught by the right check, and the same runs with the switch
+off pass it: the oracles see real bugs, not only hand-written logs."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from harness.runner import run_scenario
+from harness.scenario import load_scenario_text
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+# The first node of the pipeline (whichever it is) receives 256 KiB more than the two
+# others, which a partition between all DataNodes cuts off; the writer crashes; block
+# recovery must pick the minimum RBW length (the hflushed 256 KiB).
+UNEQUAL = """\
+name: unequal-lengths-{tag}
+seed: 11
+timeout: 60s
+cluster:
+  datanodes: 3
+  config:
+    dfs.blocksize: 4MiB
+    dfs.heartbeat.interval: 300ms
+    dfs.client.socket-timeout: 20s
+    lease.soft-limit: 1s
+    lease.hard-limit: 4s
+    dfs.namenode.lease-recheck-interval-ms: 300ms
+    test.recovery.length-rule: {rule}
+workload:
+  - {{id: w1, client: c1, op: write, path: /f, size: 2MiB, hflush_every: 256KiB}}
+faults:
+  - {{id: cut, kind: partition, between: [[dn1], [dn2], [dn3]], mode: blackhole,
+     at: {{event: client.hflush, node: c1, nth: 1}}, duration: 2500ms}}
+  - {{id: crash, kind: crash_client, target: c1, at: {{after: cut, delay: 1500ms}}}}
+expect:
+  checks: [B2]
+"""
+
+# A DataNode of a 3-node pipeline dies after an hflush: DEFAULT wants a replacement
+# (r=3, n=2, hflushed); none is left, so best effort goes on with two nodes.
+REPLACE = """\
+name: replace-default-{tag}
+seed: 5
+timeout: 60s
+cluster:
+  datanodes: 3
+  config:
+    dfs.blocksize: 4MiB
+    dfs.heartbeat.interval: 300ms
+    dfs.client.socket-timeout: 4s
+    dfs.client.block.write.replace-datanode-on-failure.policy: DEFAULT
+    dfs.client.block.write.replace-datanode-on-failure.best-effort: true
+    test.replace-datanode.disabled: {disabled}
+workload:
+  - {{id: w1, client: c1, op: write, path: /f, size: 1MiB, hflush_every: 128KiB}}
+faults:
+  - {{id: down, kind: kill, target: dn2, at: {{event: client.hflush, node: c1, nth: 2}}}}
+expect:
+  checks: [P2]
+"""
+
+
+def _run(text, tmp_path):
+    scenario = load_scenario_text(textwrap.dedent(text), "inline.yaml")
+    return run_scenario(scenario, results_dir=str(tmp_path))
+
+
+def _check(verdict, check_id):
+    return next(c for c in verdict["checks"] if c["id"] == check_id)
+
+
+@pytest.mark.parametrize("rule,expected", [("CORRECT", "pass"), ("MAX", "fail")])
+def test_broken_length_rule_is_caught_by_B2(tmp_path, rule, expected):
+    verdict = _run(UNEQUAL.format(tag=rule.lower(), rule=rule), tmp_path)
+    b2 = _check(verdict, "B2")
+    assert b2["status"] == expected, b2
+    if expected == "fail":
+        assert b2["evidence"], "a failed check shows the sync that broke the rule"
+
+
+@pytest.mark.parametrize("disabled,expected", [("false", "pass"), ("true", "fail")])
+def test_replacement_disabled_under_default_is_caught_by_P2(tmp_path, disabled, expected):
+    verdict = _run(REPLACE.format(tag=disabled, disabled=disabled), tmp_path)
+    p2 = _check(verdict, "P2")
+    assert p2["status"] == expected, p2
