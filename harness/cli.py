@@ -261,11 +261,18 @@ class _Progress:
     log gets at most every few seconds."""
 
     def __init__(self, stream=None, every: float = 5.0):
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
+        self._stream = stream
         self.every = every
         self._last = 0.0
         self._drawn = False
+
+    @property
+    def stream(self):
+        return self._stream or sys.stderr   # looked up each time: stderr may be redirected
+
+    @property
+    def tty(self) -> bool:
+        return self.stream.isatty()
 
     def __call__(self, message: str) -> None:
         self._clear()
