@@ -389,6 +389,8 @@ class DockerBackend(Backend):
         self.containers: dict[str, Any] = {}
         self.disconnected: set[str] = set()
         self._exited: set[str] = set()
+        self._starter: ThreadPoolExecutor | None = None
+        self._client_starts: dict[str, Any] = {}   # client -> Future of its container start
         self._stopped = False
         self._lock = threading.RLock()
 
@@ -586,6 +588,10 @@ class DockerBackend(Backend):
 
     # -- the Backend verbs
     def container(self, node: str):
+        """The node's container (once a client's background start has made it)."""
+        pending = self._client_starts.get(node)
+        if pending is not None:
+            pending.result()
         try:
             return self.containers[node]
         except KeyError:
@@ -593,6 +599,9 @@ class DockerBackend(Backend):
                                f"(nodes: {', '.join(sorted(self.containers))})") from None
 
     def start_client(self, client_id: str, ops: list[dict]) -> None:
+        """Starts the client's container in the background and returns at once, as a
+        local process start does: the runner goes on (time-0 faults such as a paced
+        link take effect) while the engine spends ~0.5 s starting the container."""
         if client_id not in self.plans:
             raise BackendError(f"client {client_id!r} is not in the scenario")
         paths = self._paths(client_id)
@@ -600,8 +609,13 @@ class DockerBackend(Backend):
             json.dump(ops, f, indent=1)
         if not os.path.exists(paths["routes"]):
             self._write_routes(client_id)
-        self._run(self.plans[client_id], self.image,
-                  client_command(self.plans[client_id], paths, self.seed))
+        command = client_command(self.plans[client_id], paths, self.seed)
+        with self._lock:
+            if self._starter is None:
+                self._starter = ThreadPoolExecutor(max_workers=4,
+                                                   thread_name_prefix="docker-client-start")
+            self._client_starts[client_id] = self._starter.submit(
+                self._run, self.plans[client_id], self.image, command)
 
     def open_gate(self, op_id: str) -> None:
         # the gates folder is bind-mounted into every client: the file appears there
@@ -609,8 +623,14 @@ class DockerBackend(Backend):
             pass
 
     def client_running(self, client_id: str) -> bool:
+        """Whether the client runs (or is still starting); raises if its start failed."""
         if client_id in self._exited:
             return False   # a client is never started again
+        pending = self._client_starts.get(client_id)
+        if pending is not None and not pending.done():
+            return True
+        if pending is not None:
+            pending.result()   # a failed start raises here, in the runner's thread
         c = self.containers.get(client_id)
         if c is None:
             return False
@@ -658,6 +678,8 @@ class DockerBackend(Backend):
                 return
             self._stopped = True
         try:
+            if self._starter is not None:   # no container may appear after the removal
+                self._starter.shutdown(wait=True, cancel_futures=True)
             self._collect_logs()
             with api_errors(f"remove the containers, network and volumes of {self.run_id}"):
                 remove_run(self.docker, self.run_id, self.identity)
