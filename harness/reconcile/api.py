@@ -107,8 +107,13 @@ def build_suite_report(run_dirs: list[str], out_dir: str) -> str:
     missing = [d for d in run_dirs if read_verdict(d) is None]
     if missing:
         verify_runs(missing)
-    verdicts = [read_verdict(d) for d in run_dirs]
-    return write_suite_report([v for v in verdicts if v is not None], out_dir)
+    verdicts, dirs = [], {}
+    for d in run_dirs:
+        v = read_verdict(d)
+        if v is not None:
+            verdicts.append(v)
+            dirs[v.get("run_id")] = d
+    return write_suite_report(verdicts, out_dir, dirs)
 
 
 __all__ = ["verify_runs", "build_run_report", "build_suite_report", "verify_loaded",

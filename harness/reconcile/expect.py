@@ -131,7 +131,8 @@ def evaluate_expect(expect: dict, checks: list[CheckResult], metrics: dict,
             continue
         value = metrics.get(metric, 0)
         ok = _count_ok(spec, value)
-        items.append({"what": f"{kind} recoveries {spec} (got {value})",
+        label = "replacements" if kind == "replacements" else f"{kind} recoveries"
+        items.append({"what": f"{label} {spec} (got {value})",
                       "status": "pass" if ok else "fail"})
     if expect.get("max_recovery") is not None:
         items.append(_max_recovery_item(expect["max_recovery"], metrics))

@@ -43,7 +43,8 @@ FIELDS = [
     ("limit", T.StringType()), ("requester", T.StringType()), ("force", T.BooleanType()),
     ("result", T.StringType()), ("primary", T.StringType()), ("close", T.BooleanType()),
     ("op", T.StringType()), ("dn", T.StringType()), ("source", T.StringType()),
-    ("target", T.StringType()), ("dst", T.StringType()),
+    ("target", T.StringType()), ("dst", T.StringType()), ("delete", T.BooleanType()),
+    ("block_size", T.LongType()), ("rack", T.StringType()),
     # DataNode
     ("replicas", T.StringType()), ("stage", T.StringType()), ("upstream", T.StringType()),
     ("downstream", T.StringType()), ("status", T.StringType()), ("peer", T.StringType()),
@@ -59,7 +60,7 @@ FIELDS = [
     # harness
     ("scenario", T.StringType()), ("seed", T.LongType()), ("fault", T.StringType()),
     ("kind", T.StringType()), ("params", T.StringType()), ("waited", T.DoubleType()),
-    ("event_ts", T.DoubleType()), ("lag", T.DoubleType()),
+    ("event_ts", T.DoubleType()), ("lag", T.DoubleType()), ("reached", T.BooleanType()),
 ]
 
 KNOWN_FIELDS = frozenset(name for name, _ in ENVELOPE + FIELDS)

@@ -271,6 +271,8 @@ def lease_recovery(run_id: str, config=None, expect=None, answers=None, final_le
          result="recovering")
     r.ev(t + 0.001, "nn", "nn.block.state", path="/f", block=1001, gs=1001, len=512,
          state="UNDER_RECOVERY")
+    r.ev(t + 0.0015, "nn", "nn.block.gs_bump", block=1001, old_gs=1001, gs=1002,
+         reason="recovery", path="/f")
     r.ev(t + 0.002, "nn", "nn.recovery.start", path="/f", block=1001, gs=1001, recovery_id=1002,
          primary="dn1", pipeline=PIPE)
     r.ev(t + 0.003, "nn", "nn.lease.reassign", path="/f", old_holder=C1, holder=NNH)
@@ -288,7 +290,7 @@ def lease_recovery(run_id: str, config=None, expect=None, answers=None, final_le
         r.ev(t + 0.52 + 0.001 * i, dn, "dn.replica.state", block=1001, gs=1002, len=final_len,
              state="FINALIZED")
     r.ev(t + 0.53, "nn", "nn.recovery.commit", block=1001, recovery_id=1002, gs=1002,
-         len=final_len, pipeline=[a[0] for a in answers], close=True)
+         len=final_len, pipeline=[a[0] for a in answers], close=True, delete=False)
     r.ev(t + 0.531, "nn", "nn.block.state", path="/f", block=1001, gs=1002, len=final_len,
          state="COMPLETE")
     r.ev(t + 0.532, "nn", "nn.file.close", path="/f", len=final_len, reason="block_recovery")

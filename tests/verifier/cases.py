@@ -212,6 +212,12 @@ def _(rid):
     return lease_recovery(rid).edit("nn.lease.recover", {"result": "error"}, error="FileNotFound")
 
 
+@case("L2-java-style-rejection", ("L2", "pass"))
+def _(rid):
+    return lease_recovery(rid).edit("nn.lease.recover", {"result": "error"},
+                                    error="AlreadyBeingCreatedException")
+
+
 # -- L3 hard limit ------------------------------------------------------------------------------
 
 def crashed_writer(rid: str, recover_at: float | None, expired_at: float | None = None) -> Run:
@@ -319,6 +325,15 @@ def _(rid):
 @case("L6-silent", ("L6", "fail"))
 def _(rid):
     return long_writer(rid, 2.5)
+
+
+@case("L6-slow-link", ("L6", "pass"))
+def _(rid):
+    """The renewals are late, but c1's link to the NameNode is slowed by a fault."""
+    r = long_writer(rid, 2.5)
+    r.ev(0.5, "harness", "harness.fault.inject", fault="slow-nn", kind="latency",
+         target=["c1->nn"], params={"latency": 1.0})
+    return r
 
 
 # -- B1 recovery id -----------------------------------------------------------------------------
@@ -518,4 +533,69 @@ def _(rid):
     r.ev(1.9, "harness", "harness.node.kill", target="dn3")
     r.ev(1.91, "harness", "harness.node.kill", target="dn4")
     r.final["datanodes"]["dn3"] = []
+    return r
+
+
+# -- expect blocks, malformed lines (used by test_verdict.py) -----------------------------------
+
+@case("expect-ok")
+def _(rid):
+    return lease_recovery(rid, expect={
+        "checks": "all",
+        "files": {"/f": {"closed": True, "min_len": "hflushed", "len": 512,
+                         "lease_recovered": True}},
+        "recoveries": {"pipeline": 0, "block": 1, "lease": ">=1", "replacements": "<=0"},
+        "max_recovery": "15s",
+        "workload": {"w2": "ok"}})
+
+
+@case("expect-bad")
+def _(rid):
+    return lease_recovery(rid, expect={
+        "files": {"/f": {"closed": False, "len": "4MiB", "lease_recovered": False,
+                         "min_len": "1KiB"},
+                  "/missing": {"closed": True}},
+        "recoveries": {"pipeline": ">=1", "block": "<=0"},
+        "max_recovery": "1ms",
+        "workload": {"w2": "error", "w9": "ok"}})
+
+
+@case("expect-must-fail")
+def _(rid):
+    r = lease_recovery(rid, expect={"checks": "all", "must_fail": ["B2"]})
+    return r.edit("dn.recovery.sync", {}, len=1024)
+
+
+@case("expect-must-fail-unmet")
+def _(rid):
+    return happy(rid, expect={"checks": "all", "must_fail": ["P2"]})
+
+
+@case("expect-subset")
+def _(rid):
+    r = happy(rid, expect={"checks": ["P1", "D2"]})
+    r.ev(1.25, "nn", "nn.lease.add", holder=C2, path="/f")
+    return r
+
+
+@case("expect-none")
+def _(rid):
+    r = happy(rid)
+    r.final["readback"]["/f"]["crc"] ^= 0x1
+    return r
+
+
+MALFORMED_LINES = 5
+
+
+@case("malformed", ("L1", "pass"), ("D2", "pass"))
+def _(rid):
+    r = happy(rid)
+    r.garbage("nn", "this is not json")
+    r.garbage("nn", "[1, 2, 3]")
+    r.garbage("dn1", '{"node": "dn1", "role": "datanode"}')                      # no ts, no event
+    r.garbage("c1", '{"ts": 1700000001.5, "node": "c1", "role": "client", "seq": 9, "ev')  # torn
+    r.garbage("nn", '{"ts": 1700000001.9, "node": "nn", "role": "namenode", "seq": "nine", '
+                    '"event": "nn.dn.register", "dn": "dn9"}')                  # seq mistyped: kept
+    r.ev(1.95, "nn", "nn.dn.register", dn="dn8", shelf="/s9", zone={"a": 1})   # unknown fields
     return r

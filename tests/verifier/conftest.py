@@ -30,13 +30,16 @@ def case_dirs(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def case_verdicts(spark, case_dirs):
-    """{run_id: verdict} for every case, from one load and one pass of every check."""
-    from harness.reconcile.api import verify_loaded
+def case_runs(spark, case_dirs):
+    """Every case loaded together into one RunSet (released at the end of the session)."""
     from harness.reconcile.load import load_runs
     runs = load_runs(list(case_dirs.values()), spark)
-    try:
-        verdicts = verify_loaded(runs)
-    finally:
-        runs.close()
-    return {v["run_id"]: v for v in verdicts}
+    yield runs
+    runs.close()
+
+
+@pytest.fixture(scope="session")
+def case_verdicts(case_runs):
+    """{run_id: verdict} for every case, from one pass of every check over all of them."""
+    from harness.reconcile.api import verify_loaded
+    return {v["run_id"]: v for v in verify_loaded(case_runs)}

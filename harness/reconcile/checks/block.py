@@ -21,9 +21,15 @@ def check_b1(runs: RunSet) -> Outcome:
                             & (F.col("gs").isNotNull() | F.col("old_gs").isNotNull()
                                | F.col("recovery_id").isNotNull()))
          .select(F.col("run_id").alias("_r"), F.col("block").alias("_b"), F.col("ts").alias("_t"),
-                 F.greatest("gs", "old_gs", "recovery_id").alias("_g")))
-    prior = (st.join(g, (st["run_id"] == g["_r"]) & (st["block"] == g["_b"]) & (g["_t"] < st["ts"]),
-                     "left").groupBy("eid").agg(F.max("_g").alias("max_prior_gs")))
+                 F.greatest("gs", "old_gs", "recovery_id").alias("_g"),
+                 ((F.col("event") == "nn.block.gs_bump") & (F.col("reason") == "recovery"))
+                 .alias("_bump")))
+    # the NameNode bumps the GS to the recovery id just before it logs the start: that
+    # bump is this recovery itself, not a GS the block had before
+    own = g["_bump"] & (g["_g"] == st["recovery_id"])
+    prior = (st.join(g, (st["run_id"] == g["_r"]) & (st["block"] == g["_b"]) & (g["_t"] < st["ts"])
+                     & ~F.coalesce(own, F.lit(False)), "left")
+             .groupBy("eid").agg(F.max("_g").alias("max_prior_gs")))
     allocs = runs.of("nn.block.allocate", "nn.block.update_pipeline").select(
         "run_id", "block", "ts", F.explode("pipeline").alias("dn"))
     reported = runs.of("nn.replica.reported").select("run_id", "block", "ts", "dn")
@@ -129,7 +135,7 @@ def _commits(runs: RunSet) -> DataFrame:
     """nn.recovery.commit rows with the file path and whether the block was removed."""
     def build():
         c = base(runs.of("nn.recovery.commit"), "block", "recovery_id", "gs", "len", "pipeline",
-                 "close")
+                 "close", "delete")
         st = (runs.of("nn.recovery.start").select("run_id", "block", "recovery_id",
                                                   F.col("path").alias("start_path"))
               .dropDuplicates(["run_id", "block", "recovery_id"]))
@@ -137,6 +143,8 @@ def _commits(runs: RunSet) -> DataFrame:
                    .select("run_id", "block", F.lit(True).alias("removed")).distinct())
         return (c.join(st, ["run_id", "block", "recovery_id"], "left")
                 .join(removed, ["run_id", "block"], "left")
+                .withColumn("removed", F.when(F.coalesce(F.col("delete"), F.lit(False)), True)
+                            .otherwise(F.col("removed")))
                 .withColumn("new_gs", F.coalesce("gs", "recovery_id")))
     return runs.memo("commits", build)
 
@@ -213,7 +221,8 @@ def check_b4(runs: RunSet) -> Outcome:
     (rule remove, nn.block.state REMOVED) and never commits it."""
     s = _syncs(runs).filter(F.col("new_len").isNull() & (F.size("answers") > 0)
                             & (F.col("exp_rule") == "remove"))
-    commits = (runs.of("nn.recovery.commit").filter(F.col("len") > 0)
+    commits = (runs.of("nn.recovery.commit")
+               .filter((F.col("len") > 0) & ~F.coalesce(F.col("delete"), F.lit(False)))
                .select("run_id", "block", "recovery_id", F.lit(True).alias("committed")).distinct())
     kept = (runs.of("nn.block.state").filter(F.col("state").isin("COMMITTED", "COMPLETE"))
             .select(F.col("run_id").alias("_r"), F.col("block").alias("_b"),

@@ -162,6 +162,28 @@ def live_datanodes(runs: RunSet) -> DataFrame:
     return runs.memo("live_datanodes", build)
 
 
+def fault_windows(runs: RunSet) -> DataFrame:
+    """run_id, fault, kind, f_start, f_end, f_text: each injected fault, active from its
+    harness.fault.inject to its harness.fault.heal (or the end of the run); f_text is its
+    target and parameters as text, to find the nodes it touches."""
+    def build():
+        inj = runs.of("harness.fault.inject").filter(F.coalesce(F.col("kind"), F.lit("")) != "heal") \
+            .select("run_id", "fault", "kind", F.col("ts").alias("f_start"),
+                    F.concat_ws(" ", F.coalesce("target", F.lit("")),
+                                F.coalesce("params", F.lit(""))).alias("f_text"))
+        heal = (runs.of("harness.fault.heal").groupBy("run_id", "fault")
+                .agg(F.max("ts").alias("f_heal")))
+        return (inj.join(heal, ["run_id", "fault"], "left").join(runs.bounds, "run_id", "left")
+                .select("run_id", "fault", "kind", "f_start",
+                        F.coalesce("f_heal", "end_ts").alias("f_end"), "f_text"))
+    return runs.memo("fault_windows", build)
+
+
+def touches(text_col: str, node_col: str):
+    """True when the fault text names the node as a whole word (c1, not c10)."""
+    return F.expr(f"{text_col} RLIKE concat('(^|[^A-Za-z0-9_])', {node_col}, '([^A-Za-z0-9_]|$)')")
+
+
 # -- leases --------------------------------------------------------------------------------
 
 def lease_changes(runs: RunSet) -> DataFrame:

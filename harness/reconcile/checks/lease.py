@@ -7,8 +7,8 @@ from pyspark.sql import DataFrame, Window, functions as F
 
 from ..load import NAMENODE_HOLDER, RunSet
 from .common import (LOG_SLACK_S, Outcome, assign_stream, base, client_streams,
-                     lease_changes, lease_intervals, last_renewal, node_deaths,
-                     runs_of, union_all, violation, with_conf)
+                     fault_windows, lease_changes, lease_intervals, last_renewal, node_deaths,
+                     runs_of, touches, union_all, violation, with_conf)
 
 # The monitor acts on a lease in its first pass after the hard limit; on top of the
 # spec's "+ 2 monitor intervals" allow for scheduling on a loaded machine.
@@ -37,6 +37,13 @@ def check_l1(runs: RunSet) -> Outcome:
         F.col("o_holder").alias("other_holder"), F.col("o_ts").alias("other_since")))
 
 
+def error_name(col):
+    """An exception name without a package or an `Exception` suffix, so that
+    AlreadyBeingCreatedException and ...AlreadyBeingCreated compare equal."""
+    return F.regexp_replace(F.regexp_replace(F.coalesce(col, F.lit("")), r"^.*\.", ""),
+                            r"Exception$", "")
+
+
 def check_l2(runs: RunSet) -> Outcome:
     """Soft limit: a takeover by another client (nn.lease.recover, force=false, result not
     error) only once the holder's last renewal is older than the soft limit; earlier
@@ -56,8 +63,7 @@ def check_l2(runs: RunSet) -> Outcome:
                                   "before the soft limit (%.3fs)", F.col("requester"),
                                   F.col("holder"), age, F.col("soft_limit")))
            .when(early & (F.col("result") == "error")
-                 & ~F.coalesce(F.col("error"), F.lit("")).isin("AlreadyBeingCreated",
-                                                              "RecoveryInProgress"),
+                 & ~error_name(F.col("error")).isin("AlreadyBeingCreated", "RecoveryInProgress"),
                  F.format_string("attempt before the soft limit failed with %s, not "
                                  "AlreadyBeingCreated or RecoveryInProgress",
                                  F.coalesce(F.col("error"), F.lit("no error")))))
@@ -232,7 +238,8 @@ def first_after_simple(left: DataFrame, right: DataFrame, on: list[str], out: st
 
 def check_l6(runs: RunSet) -> Outcome:
     """Renewals: while a live client has files open it logs client.lease.renew at least
-    every soft/2 + slack (slack: max(1s, soft/4)); pauses of the client do not count."""
+    every soft/2 + slack (slack: max(1s, soft/4)). Gaps that overlap a pause of the client
+    or a fault naming it (its links slowed or cut) are not held against it."""
     st = client_streams(runs)
     ends = (assign_stream(base(runs.of("client.close", "client.stream.error"), "path"), st)
             .groupBy("run_id", "node", "path", "s_open").agg(F.min("ts").alias("s_close")))
@@ -279,6 +286,10 @@ def check_l6(runs: RunSet) -> Outcome:
     w2 = Window.partitionBy("run_id", "pkey").orderBy("m_ts", "m_kind")
     pts = pts.withColumn("next_ts", F.coalesce(F.lead("m_ts").over(w2), F.col("p_end")))
     late = pts.filter((F.col("m_kind") == "renew") & (F.col("next_ts") - F.col("m_ts") > F.col("bound")))
+    # a client whose links or process are being faulted cannot be held to the period
+    fw = fault_windows(runs).select(F.col("run_id").alias("_r"), "f_start", "f_end", "f_text")
+    late = late.join(fw, (late["run_id"] == fw["_r"]) & touches("f_text", "node")
+                     & (fw["f_start"] < late["next_ts"]) & (fw["f_end"] > late["m_ts"]), "left_anti")
     exercised = periods.filter(F.col("p_end") - F.col("p_start") > F.col("soft_limit") / 2)
     return Outcome(runs_of(exercised), violation(
         late, F.format_string("%s had files open but did not renew its lease for %.3fs "

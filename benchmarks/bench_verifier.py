@@ -1,0 +1,169 @@
+"""Benchmark of the Spark verifier: generate N events of synthetic, consistent runs
+(benchmarks/gen_events.py), reconcile them with every check, and compare two checks (L1
+one writer, B2 length rule) with the same logic in plain pandas on the same data.
+
+    python benchmarks/bench_verifier.py --events 10000000 [--per-run 10000] [--dir DIR]
+
+Prints the generation time, Spark start-up, load (read + parse + cache), the checks,
+metrics and expect evaluation, total reconcile time and events/s (start-up and
+generation excluded), then the pandas timings. Spark's memory: HDFS_CHAOS_SPARK_MEMORY
+(default here 6g).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+
+def pandas_l1_b2(run_dirs: list[str]) -> dict:
+    """L1 and B2 in plain pandas: read the needed events (lines pre-filtered by their
+    event name, then json.loads), then the same algorithms as the Spark checks."""
+    import pandas as pd
+    t0 = time.perf_counter()
+    lease_rows, sync_rows = [], []
+    for d in run_dirs:
+        rid = os.path.basename(d)
+        for path in glob.glob(os.path.join(d, "events", "*.jsonl")):
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    if '"nn.lease.' in line:
+                        rec = json.loads(line)
+                        if rec["event"] in ("nn.lease.add", "nn.lease.remove", "nn.lease.reassign"):
+                            rec["run_id"] = rid
+                            lease_rows.append(rec)
+                    elif '"dn.recovery.sync"' in line:
+                        rec = json.loads(line)
+                        rec["run_id"] = rid
+                        sync_rows.append(rec)
+    t1 = time.perf_counter()
+    lease = pd.DataFrame(lease_rows)
+    l1 = _pandas_l1(lease)
+    t2 = time.perf_counter()
+    b2 = _pandas_b2(pd.DataFrame(sync_rows))
+    t3 = time.perf_counter()
+    return {"read_s": t1 - t0, "l1_s": t2 - t1, "b2_s": t3 - t2, "l1_violations": l1,
+            "b2_violations": b2, "lease_events": len(lease_rows), "syncs": len(sync_rows)}
+
+
+def _pandas_l1(lease):
+    import pandas as pd
+    if lease.empty:
+        return 0
+    add = lease[lease.event == "nn.lease.add"].assign(sub=1, start=True)
+    rem = lease[(lease.event == "nn.lease.remove") & lease.path.notna()].assign(sub=0, start=False)
+    rea = lease[lease.event == "nn.lease.reassign"]
+    rea_end = rea.assign(holder=rea.old_holder, sub=0, start=False)
+    rea_start = rea.assign(sub=1, start=True)
+    t = pd.concat([add, rem, rea_end, rea_start])[["run_id", "path", "holder", "ts", "seq", "sub",
+                                                   "start"]]
+    t = t.sort_values(["run_id", "path", "holder", "ts", "seq", "sub"])
+    prev = t.groupby(["run_id", "path", "holder"])["start"].shift(1).fillna(False).astype(bool)
+    t["delta"] = 0
+    t.loc[t.start & ~prev, "delta"] = 1
+    t.loc[~t.start & prev, "delta"] = -1
+    t = t[t.delta != 0].sort_values(["run_id", "path", "ts", "seq", "sub"])
+    t["holders"] = t.groupby(["run_id", "path"])["delta"].cumsum()
+    return int(((t.delta == 1) & (t.holders >= 2)).sum())
+
+
+def _pandas_b2(syncs):
+    if syncs.empty:
+        return 0
+
+    def expected(row):
+        cand = [a for a in row["answers"] if a.get("len") and a["len"] > 0]
+        if row.get("new_len") is not None and row.get("new_len") == row.get("new_len"):
+            return "truncate", row["new_len"]
+        if not cand:
+            return "remove", 0
+        for state, rule in (("FINALIZED", "finalized"), ("RBW", "min_rbw"), ("RWR", "min_rwr")):
+            lens = [a["len"] for a in cand if a["state"] == state]
+            if lens:
+                return rule, min(lens)
+        return "remove", 0
+
+    exp = syncs.apply(expected, axis=1, result_type="expand")
+    bad = (exp[0] != syncs["rule"].str.lower()) | (exp[1] != syncs["len"])
+    return int(bad.sum())
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Benchmark the Spark verifier.")
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--per-run", type=int, default=10_000)
+    ap.add_argument("--dir", help="where to generate (default: a temporary folder, removed)")
+    ap.add_argument("--reuse", action="store_true", help="reuse runs already in --dir")
+    ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--no-pandas", action="store_true")
+    ap.add_argument("--no-raw", action="store_true", help="do not keep each line's text")
+    a = ap.parse_args(argv)
+    os.environ.setdefault("HDFS_CHAOS_SPARK_MEMORY", "6g")
+    from gen_events import generate
+
+    root = a.dir or tempfile.mkdtemp(prefix="bench-verifier-")
+    try:
+        t = time.perf_counter()
+        if a.reuse and glob.glob(os.path.join(root, "bench-*")):
+            dirs = sorted(glob.glob(os.path.join(root, "bench-*")))
+            print(f"reusing {len(dirs)} runs in {root}")
+        else:
+            dirs, n = generate(root, a.events, a.per_run, a.procs)
+            print(f"generated {n:,} events in {len(dirs)} runs in {time.perf_counter() - t:.1f}s ({root})")
+
+        from harness.reconcile.api import verify_loaded
+        from harness.reconcile.load import load_runs
+        from harness.reconcile.session import get_spark
+        t = time.perf_counter()
+        spark = get_spark()
+        spark.range(1).count()
+        print(f"spark start-up: {time.perf_counter() - t:.1f}s")
+
+        t0 = time.perf_counter()
+        runs = load_runs(dirs, spark, keep_raw=not a.no_raw)
+        n_events = runs.events.count()
+        t_load = time.perf_counter() - t0
+        print(f"load (read, parse, cache): {n_events:,} events in {t_load:.1f}s")
+        timings: dict = {}
+        t1 = time.perf_counter()
+        verdicts = verify_loaded(runs, timings)
+        t_verify = time.perf_counter() - t1
+        total = time.perf_counter() - t0
+        checks = {k: v for k, v in timings.items() if k != "total"}
+        print("checks: " + ", ".join(f"{k} {v:.1f}s" for k, v in checks.items()))
+        print(f"checks total {sum(checks.values()):.1f}s; metrics + expect "
+              f"{t_verify - sum(checks.values()):.1f}s")
+        passed = sum(1 for v in verdicts if v["passed"])
+        failing = sorted({c["id"] for v in verdicts for c in v["checks"]
+                          if c["status"] in ("fail", "error")})
+        print(f"verdicts: {passed}/{len(verdicts)} runs passed; failing checks: {failing or 'none'}")
+        print(f"RECONCILE TOTAL {total:.1f}s for {n_events:,} events = "
+              f"{n_events / total:,.0f} events/s (spark start-up and generation excluded)")
+        runs.close()
+        if not a.no_pandas:
+            p = pandas_l1_b2(dirs)
+            print(f"pandas: read {p['lease_events']:,} lease events + {p['syncs']:,} syncs "
+                  f"(lines pre-filtered) {p['read_s']:.1f}s; L1 {p['l1_s']:.2f}s "
+                  f"({p['l1_violations']} violations); B2 {p['b2_s']:.2f}s "
+                  f"({p['b2_violations']} violations)")
+            print(f"spark:  L1 {timings.get('L1', float('nan')):.1f}s, B2 "
+                  f"{timings.get('B2', float('nan')):.1f}s on the cached events "
+                  f"(+ their share of the {t_load:.1f}s load)")
+    finally:
+        if not a.dir:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""Verdicts: the expect: block, malformed log lines, metrics, the verdict.json shape, and
+the run and suite reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from cases import CASES, MALFORMED_LINES
+from harness.reconcile.checks import CHECK_IDS
+
+pytestmark = pytest.mark.spark
+
+
+def _items(verdict):
+    return {i["what"]: i["status"] for i in verdict["expect"]}
+
+
+def test_expect_all_met(case_verdicts):
+    v = case_verdicts["expect-ok"]
+    assert v["passed"] is True, json.dumps(v["expect"], indent=1)
+    items = _items(v)
+    assert len(items) == 10 and set(items.values()) == {"pass"}, items
+    assert "/f len >= hflushed 512 (got 512)" in items
+    assert "/f len == 512 (got 512)" in items
+    assert "/f lease recovered" in items
+    assert "block recoveries 1 (got 1)" in items
+    assert "workload w2 ok (got ok)" in items
+
+
+def test_expect_each_item_can_fail(case_verdicts):
+    v = case_verdicts["expect-bad"]
+    assert v["passed"] is False
+    items = v["expect"]
+    assert len(items) == 10
+    failed = [i["what"] for i in items if i["status"] == "fail"]
+    assert len(failed) == 10, json.dumps(items, indent=1)
+    text = "\n".join(failed)
+    for fragment in ("/f open", "/f len == 4194304 (got 512)", "/f lease not recovered",
+                     "/f len >= 1024 (got 512)", "/missing closed (got missing)",
+                     "pipeline recoveries >=1 (got 0)", "block recoveries <=0 (got 1)",
+                     "every recovery within 1ms", "workload w2 error (got ok)",
+                     "workload w9 ok (got no client.op.end)"):
+        assert fragment in text, fragment
+    # the checks themselves are fine: only the expectations fail
+    assert all(c["status"] in ("pass", "skip") for c in v["checks"])
+
+
+def test_must_fail_met_makes_a_broken_run_pass(case_verdicts):
+    v = case_verdicts["expect-must-fail"]
+    b2 = next(c for c in v["checks"] if c["id"] == "B2")
+    assert b2["status"] == "fail"
+    assert v["passed"] is True, json.dumps(v, indent=1)[:3000]
+    assert _items(v) == {"B2 must fail (got fail)": "pass"}
+
+
+def test_must_fail_unmet_fails_the_run(case_verdicts):
+    v = case_verdicts["expect-must-fail-unmet"]
+    assert v["passed"] is False
+    assert _items(v) == {"P2 must fail (got skip)": "fail"}
+
+
+def test_only_listed_checks_are_required(case_verdicts):
+    v = case_verdicts["expect-subset"]
+    l1 = next(c for c in v["checks"] if c["id"] == "L1")
+    assert l1["status"] == "fail"          # still reported ...
+    assert v["passed"] is True             # ... but not required
+
+
+def test_no_expect_block_requires_every_check(case_verdicts):
+    assert case_verdicts["expect-none"]["passed"] is False
+    assert case_verdicts["happy"]["passed"] is True
+
+
+def test_malformed_lines_are_counted_not_fatal(case_verdicts, case_runs):
+    v = case_verdicts["malformed"]
+    assert v["metrics"]["malformed_lines"] == MALFORMED_LINES
+    assert v["passed"] is True
+    summary = case_runs.malformed_summary()["malformed"]
+    assert summary["count"] == MALFORMED_LINES
+    lines = [s["line"] for s in summary["sample"]]
+    assert "this is not json" in lines
+    assert {s["log"] for s in summary["sample"]} == {"nn", "dn1", "c1"}
+    # the line with a mistyped seq is malformed but still an event
+    kept = (case_runs.events.filter("run_id = 'malformed' AND event = 'nn.dn.register' "
+                                    "AND dn = 'dn9'").count())
+    assert kept == 1
+    assert all(case_verdicts[r]["metrics"]["malformed_lines"] == 0
+               for r in ("happy", "lease-recovery"))
+
+
+def test_unknown_fields_are_kept(case_runs):
+    from harness.reconcile.load import extra_fields
+    row = (extra_fields(case_runs.events)
+           .filter("run_id = 'malformed' AND dn = 'dn8'").select("extra").first())
+    assert row["extra"] == {"shelf": "/s9", "zone": '{"a":1}'}
+
+
+def test_metrics(case_verdicts):
+    m = case_verdicts["lease-recovery"]["metrics"]
+    assert m["block_recoveries"] == 1 and m["lease_recoveries"] == 1
+    assert m["pipeline_recoveries"] == 0 and m["replacements"] == 0
+    assert m["block_recovery_s"] == pytest.approx(0.528, abs=1e-3)
+    assert m["lease_recovery_s"] == pytest.approx(5.032 - 1.3, abs=1e-3)
+    assert m["bytes_written"] == 1024
+    p = case_verdicts["pipeline-recovery"]["metrics"]
+    assert p["pipeline_recoveries"] == 1 and p["replacements"] == 1
+    assert p["pipeline_recovery_s"] == pytest.approx(0.17, abs=1e-3)
+    assert p["recovery_latencies_s"]["pipeline"] == [pytest.approx(0.17, abs=1e-3)]
+    assert p["throughput_mbps"] > 0
+    h = case_verdicts["happy"]["metrics"]
+    assert h["lease_recovery_s"] is None and h["pipeline_recovery_s"] is None
+
+
+def test_verdict_json_shape(spark, case_dirs, tmp_path):
+    from harness.reconcile.api import verify_runs
+    dirs = []
+    for rid in ("happy", "P2-not-replaced"):
+        dst = tmp_path / rid
+        shutil.copytree(case_dirs[rid], dst)
+        dirs.append(str(dst))
+    verdicts = verify_runs(dirs)
+    assert [v["run_id"] for v in verdicts] == ["happy", "P2-not-replaced"]
+    for d, v in zip(dirs, verdicts):
+        on_disk = json.load(open(os.path.join(d, "verdict.json")))
+        assert on_disk == json.loads(json.dumps(v))
+        assert list(on_disk) == ["scenario", "run_id", "passed", "checks", "expect", "metrics"]
+        assert [c["id"] for c in on_disk["checks"]] == CHECK_IDS
+        assert all(set(c) == {"id", "status", "evidence"} for c in on_disk["checks"])
+        assert all(c["status"] in ("pass", "fail", "skip") for c in on_disk["checks"])
+        for name in ("lease_recovery_s", "pipeline_recovery_s", "block_recovery_s",
+                     "pipeline_recoveries", "block_recoveries", "lease_recoveries",
+                     "replacements", "bytes_written", "throughput_mbps"):
+            assert name in on_disk["metrics"]
+    assert verdicts[0]["passed"] is True and verdicts[1]["passed"] is False
+    p2 = next(c for c in verdicts[1]["checks"] if c["id"] == "P2")
+    assert p2["status"] == "fail" and p2["evidence"][0]["decision"] == "not_needed"
+
+
+def test_run_report(case_dirs, case_verdicts, tmp_path):
+    from harness.reconcile.api import build_run_report, write_verdict
+    for rid in ("pipeline-recovery", "lease-recovery", "malformed", "L1-no-leases"):
+        d = tmp_path / rid
+        shutil.copytree(case_dirs[rid], d)
+        write_verdict(str(d), case_verdicts[rid])
+        path = build_run_report(str(d))
+        assert path == str(d / "report.html")
+        text = open(path).read()
+        for png in ("timeline", "pipelines", "recovery_lengths"):
+            f = d / "plots" / f"{png}.png"
+            assert f.stat().st_size > 1000, f
+            assert f"plots/{png}.png" in text
+        assert rid in text
+    assert "this is not json" in open(tmp_path / "malformed" / "report.html").read()
+
+
+def test_suite_report(case_dirs, case_verdicts, tmp_path):
+    import pandas as pd
+    from harness.reconcile.api import build_suite_report, write_verdict
+    dirs = []
+    for rid in ("happy", "pipeline-recovery", "lease-recovery", "P1-same-gs"):
+        d = tmp_path / "runs" / rid
+        shutil.copytree(case_dirs[rid], d)
+        write_verdict(str(d), case_verdicts[rid])
+        dirs.append(str(d))
+    out = tmp_path / "suite"
+    index = build_suite_report(dirs, str(out))
+    assert index == str(out / "index.html")
+    html = open(index).read()
+    assert "P1-same-gs" in html and "1/1 fail" in html
+    table = pd.read_parquet(out / "checks.parquet")
+    assert len(table) == 4 * len(CHECK_IDS)
+    assert set(table.columns) >= {"run_id", "scenario", "check", "status"}
+    row = table[(table.run_id == "P1-same-gs") & (table.check == "P1")].iloc[0]
+    assert row.status == "fail"
+    assert (out / "plots" / "latency_pipeline.png").stat().st_size > 1000
+    assert (out / "plots" / "latency_block.png").stat().st_size > 1000
+
+
+def test_one_session_per_process(spark):
+    from harness.reconcile.session import get_spark
+    assert get_spark() is spark
+    assert get_spark("local[2]") is spark
+    with pytest.raises(RuntimeError, match="already runs"):
+        get_spark("spark://elsewhere:7077")
+
+
+def test_cases_are_all_built():
+    assert "malformed" in CASES and "expect-ok" in CASES
