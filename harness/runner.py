@@ -17,7 +17,6 @@ import os
 import queue
 import random
 import signal
-import sys
 import threading
 import time
 import traceback
@@ -27,7 +26,7 @@ import faults
 from faults.base import FaultError
 from faults.grudge import complete_grudge, directed
 from harness.backends import BackendError, cleanup_all, get_backend
-from harness.scenario import (AfterFault, AtTime, Scenario, ScenarioError, load_scenario)
+from harness.scenario import AtTime, Scenario, ScenarioError, load_scenario
 from harness.triggers import LogTailer, TriggerEngine
 from minihdfs import state as cluster_state
 from minihdfs.client import DFSClient

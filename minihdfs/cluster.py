@@ -181,7 +181,7 @@ class LocalCluster:
     def stop_node(self, node: str, timeout: float = 10.0) -> None:
         """Graceful stop (SIGTERM), SIGKILL if it does not go in time."""
         pid = self.nodes[node].get("pid")
-        if pid and _alive(pid):
+        if pid and pid_alive(pid):
             _resume_quietly(pid)
             os.kill(pid, signal.SIGTERM)
             if not _wait_exit(pid, self.procs.get(node), timeout):
@@ -193,7 +193,7 @@ class LocalCluster:
     def kill_node(self, node: str) -> None:
         """SIGKILL: a crash. Storage is kept."""
         pid = self.nodes[node].get("pid")
-        if pid and _alive(pid):
+        if pid and pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
             _wait_exit(pid, self.procs.get(node), 5)
         self.nodes[node]["pid"] = None
@@ -213,7 +213,7 @@ class LocalCluster:
 
     def _pid(self, node: str) -> int:
         pid = self.nodes.get(node, {}).get("pid")
-        if not pid or not _alive(pid):
+        if not pid or not pid_alive(pid):
             raise ClusterError(f"{node} is not running")
         return pid
 
@@ -286,7 +286,8 @@ class LocalCluster:
                          EventLog(events_path, client_id, "client"))
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process runs (a zombie does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -313,7 +314,7 @@ def _wait_exit(pid: int, proc: subprocess.Popen | None, timeout: float) -> bool:
         if proc is not None:
             if proc.poll() is not None:
                 return True
-        elif not _alive(pid):
+        elif not pid_alive(pid):
             return True
         time.sleep(0.02)
     return False
@@ -383,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
                 report = nn.call("getDatanodeReport")
             except OSError as e:
                 report = f"NameNode not answering: {e}"
-            print(json.dumps({"nodes": {n: {"pid": s.get("pid"), "running": bool(s.get("pid")) and _alive(s["pid"])}
+            print(json.dumps({"nodes": {n: {"pid": s.get("pid"), "running": bool(s.get("pid")) and pid_alive(s["pid"])}
                                         for n, s in cluster.nodes.items()},
                               "datanodes": report}, indent=1))
         else:

@@ -619,7 +619,6 @@ class BlockReceiver:
         """PacketResponder: for each packet, wait for the downstream ack, then ack upstream
         with our status followed by the downstream ones ([SUCCESS, ERROR] when the mirror
         failed, so the client learns which node to drop)."""
-        dn = self.dn
         while True:
             item = self.acks.get()
             if item is None:

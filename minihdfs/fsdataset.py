@@ -217,28 +217,22 @@ class FsDataset:
 
     def recover_append(self, block: int, new_gs: int, expected_len: int) -> ReplicaInfo:
         """PIPELINE_SETUP_APPEND_RECOVERY: a FINALIZED or RBW replica becomes RBW, new GS."""
-        with self.lock:
-            replica = self._require(block, (FINALIZED, RBW))
-        self._stop_writer(replica)
-        with self.lock:
-            if replica.num_bytes < expected_len:
-                raise ReplicaNotFoundException(
-                    f"recover_append: block {block} has {replica.num_bytes} < {expected_len} bytes")
-            self._truncate(replica, expected_len)
-            self._move(replica, RBW, new_gs)
-            return replica
+        return self._reopen("recover_append", block, new_gs, expected_len, RBW)
 
     def recover_close(self, block: int, new_gs: int, expected_len: int) -> ReplicaInfo:
         """PIPELINE_CLOSE_RECOVERY: bump the GS and finalize during pipeline setup."""
+        return self._reopen("recover_close", block, new_gs, expected_len, FINALIZED)
+
+    def _reopen(self, op: str, block: int, new_gs: int, expected_len: int, state: str) -> ReplicaInfo:
         with self.lock:
             replica = self._require(block, (FINALIZED, RBW))
         self._stop_writer(replica)
         with self.lock:
             if replica.num_bytes < expected_len:
                 raise ReplicaNotFoundException(
-                    f"recover_close: block {block} has {replica.num_bytes} < {expected_len} bytes")
+                    f"{op}: block {block} has {replica.num_bytes} < {expected_len} bytes")
             self._truncate(replica, expected_len)
-            self._move(replica, FINALIZED, new_gs)
+            self._move(replica, state, new_gs)
             return replica
 
     def finalize(self, replica: ReplicaInfo) -> None:

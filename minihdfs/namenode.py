@@ -346,12 +346,7 @@ class NameNode:
     def rpc_append(self, path: str, holder: str, client_machine: str = "") -> dict:
         path = normalize(path)
         with self.lock:
-            inode = self._file("append", path, holder)
-            if inode.under_construction:
-                self.recover_lease_internal("append", inode, holder, force=False)
-                if inode.under_construction:
-                    raise self._reject("append", RecoveryInProgressException,
-                                       f"lease recovery of {path} is in progress", path, holder)
+            inode = self._take_over("append", path, holder)
             if inode.blocks and self.blocks[inode.blocks[-1]].state != COMPLETE:
                 raise self._reject("append", IOExceptionRemote,
                                    f"the last block of {path} is not COMPLETE", path, holder)
@@ -369,6 +364,17 @@ class NameNode:
             self.emit("nn.file.append", path=path, holder=holder, len=self._file_len(inode))
             return {"path": path, "replication": inode.replication, "block_size": inode.block_size,
                     "len": self._file_len(inode), "last_block": last}
+
+    def _take_over(self, op: str, path: str, holder: str) -> INodeFile:
+        """The file for an append or truncate: if another writer holds it, its lease must
+        be recoverable (recoverLeaseInternal) and the file closed by now."""
+        inode = self._file(op, path, holder)
+        if inode.under_construction:
+            self.recover_lease_internal(op, inode, holder, force=False)
+            if inode.under_construction:
+                raise self._reject(op, RecoveryInProgressException,
+                                   f"lease recovery of {path} is in progress", path, holder)
+        return inode
 
     def rpc_addBlock(self, path: str, holder: str, previous: dict | None = None,
                      excluded: list | None = None) -> dict:
@@ -537,12 +543,7 @@ class NameNode:
         recovery with the new length, the file staying open until it commits."""
         path = normalize(path)
         with self.lock:
-            inode = self._file("truncate", path, holder)
-            if inode.under_construction:
-                self.recover_lease_internal("truncate", inode, holder, force=False)
-                if inode.under_construction:
-                    raise self._reject("truncate", RecoveryInProgressException,
-                                       f"lease recovery of {path} is in progress", path, holder)
+            inode = self._take_over("truncate", path, holder)
             length = self._file_len(inode)
             if new_len < 0 or new_len > length:
                 raise self._reject("truncate", InvalidRequestException,

@@ -18,7 +18,7 @@ import tenacity
 
 from faults.network import LinkMesh
 from faults.toxiproxy_server import ToxiproxyServer
-from minihdfs.cluster import ClusterError, LocalCluster
+from minihdfs.cluster import ClusterError, LocalCluster, pid_alive
 
 from . import Backend, BackendError
 
@@ -164,20 +164,6 @@ def _ours(pid: int) -> bool:
     return b"minihdfs.node" in cmd or b"toxiproxy" in cmd
 
 
-def _harness_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def reap_local() -> list[str]:
     """Kill the processes of local runs whose harness is gone; remove their state."""
     removed = []
@@ -190,7 +176,7 @@ def reap_local() -> list[str]:
                 doc = json.load(f)
         except (OSError, ValueError):
             continue
-        if doc.get("harness_pid") != os.getpid() and _harness_alive(doc.get("harness_pid", 0)):
+        if doc.get("harness_pid") != os.getpid() and pid_alive(doc.get("harness_pid", 0)):
             continue   # a run in progress in another harness
         for pid in doc.get("pids", []):
             if _ours(pid):
@@ -201,7 +187,7 @@ def reap_local() -> list[str]:
                 except ProcessLookupError:
                     pass
         deadline = time.monotonic() + 5
-        while any(_ours(p) and _harness_alive(p) for p in doc.get("pids", [])) \
+        while any(_ours(p) and pid_alive(p) for p in doc.get("pids", [])) \
                 and time.monotonic() < deadline:
             time.sleep(0.05)
         if not doc.get("keep") and doc.get("work_dir"):

@@ -13,7 +13,8 @@ import textwrap
 
 import pytest
 
-from harness.backends.local import REAPER_DIR, _harness_alive
+from harness.backends.local import REAPER_DIR
+from minihdfs.cluster import pid_alive
 from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
@@ -60,7 +61,7 @@ def _state_of(harness_pid):
 
 
 def _alive(pids):
-    return [p for p in pids if _harness_alive(p)]
+    return [p for p in pids if pid_alive(p)]
 
 
 def _ports_of(state):

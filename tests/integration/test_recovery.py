@@ -5,7 +5,6 @@ final state (fsck) and on the events, and records the recovery latency it measur
 from __future__ import annotations
 
 import os
-import signal
 
 import pytest
 
