@@ -238,7 +238,7 @@ class DataNode:
         locations, new_len = cmd["locations"], cmd.get("new_len")
         self.emit("dn.recovery.command", block=block, recovery_id=rid, pipeline=locations, gs=gs)
         try:
-            answers = []
+            answers, failed = [], 0
             for dn in locations:
                 try:
                     info = self._call_dn(dn, "initReplicaRecovery", block=block, gs=gs,
@@ -248,10 +248,15 @@ class DataNode:
                               error=type(e).__name__, reason=str(e))
                     if type(e).__name__ == "RecoveryInProgressException":
                         raise
+                    if type(e).__name__ != "ReplicaNotFoundException":
+                        failed += 1
                     continue
                 answers.append(dict(info, dn=dn))
-            if not answers:
+            if not answers and failed:
                 raise OSError(f"no replica of block {block} answered initReplicaRecovery")
+            # Every location answered that it has no replica (the writer died between
+            # addBlock and its first packet): like all-zero-length replicas, the block is
+            # removed and the file closed (Hadoop's BlockRecoveryWorker, HDFS-8344).
             self._sync_block(block, rid, answers, new_len)
         except Exception as e:
             self.emit("dn.recovery.error", block=block, recovery_id=rid,

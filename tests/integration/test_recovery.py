@@ -465,3 +465,30 @@ def test_datanode_restarted_during_a_write(make_cluster):
     wait_for(lambda: events(cluster, victim, "dn.replica.invalidate"), 60,
              what="stale RWR replica invalidated")
     client.close()
+
+
+def test_block_allocated_but_never_written_is_removed_by_recovery(make_cluster):
+    """The writer died between addBlock and its first packet: no DataNode has the block;
+    recovery must remove it and close the file, not retry forever (HDFS-8344)."""
+    cluster = make_cluster(config={"lease.hard-limit": "60s"})
+    writer = cluster.client("c1")
+    s = writer.create("/e")
+    s.write(os.urandom(100 * KiB))
+    s.hflush()
+    s.close()
+    stream = writer.append("/e")            # reopen; then only ask for a new block ...
+    stream.streamer.shutdown()
+    lb = writer.nn_call("addBlock", path="/e", holder=writer.holder,
+                        previous=stream.streamer.last_block)
+    # ... and "die": nothing is ever written to the new block
+    other = cluster.client("c2")
+    try:
+        wait_for(lambda: other.recover_lease("/e"), 60, interval=0.5, what="recoverLease true")
+    finally:
+        other.close()
+        writer.close()
+    commit = [e for e in all_events(cluster, "nn.recovery.commit") if e["block"] == lb["block"]]
+    assert commit and commit[0]["delete"] is True
+    report = fsck(cluster, "/e")
+    assert report["closed"] and report["len"] == 100 * KiB
+    assert lb["block"] not in [b["block"] for b in report["blocks"]]
