@@ -236,6 +236,16 @@ class Run:
 
     def _inject(self, fault_id: str) -> None:
         spec = self.scenario.fault(fault_id)
+        if spec.kind == "resume":
+            # a resume ends the pause of its target: that pause is healed, not left active
+            pauses = [fid for fid, f in self.active.items()
+                      if getattr(f, "kind", "") == "pause" and f.target == spec.target and f.active]
+            if pauses:
+                for fid in pauses:
+                    self._safely(self.active[fid].heal, fid)
+                self.fired.append(fault_id)
+                self.engine.notify_fired(fault_id)
+                return
         if spec.kind == "heal":
             target = self.active.get(spec.fault)
             if target is not None:
@@ -351,15 +361,17 @@ class Run:
         start = time.time()
         limit = max(deadline, start + 5.0)
         client = self._harness_client()
-        reached, why = False, "not checked"
+        reached, why, quiet_polls = False, "not checked", 0
         try:
             while True:
                 try:
                     st = client.nn_call("getClusterState", retries=0)
                     why = _not_quiet(st)
-                    reached = why is None
+                    # twice in a row: a command handed out on the last heartbeat is done
+                    quiet_polls = quiet_polls + 1 if why is None else 0
+                    reached = quiet_polls >= 2
                 except (OSError, EOFError, HdfsError) as e:
-                    why = f"NameNode not answering: {e}"
+                    why, quiet_polls = f"NameNode not answering: {e}", 0
                 if reached or time.time() >= limit:
                     break
                 self._progress(f"waiting for quiescence: {why}", transient=True)
@@ -430,7 +442,11 @@ class Run:
 
 
 def _not_quiet(st: dict) -> str | None:
+    """Why the cluster is not quiescent yet, or None when it is."""
     live = {d["dn"] for d in st.get("datanodes", []) if d["state"] == "live"}
+    busy = {k: v for k, v in st.get("pending", {}).items() if v}
+    if busy:
+        return "the NameNode still has work queued: " + ", ".join(f"{v} {k}" for k, v in busy.items())
     for f in st["files"]:
         if not f["closed"]:
             return f"{f['path']} is still open (lease {f['holder']})"

@@ -539,6 +539,11 @@ class BlockReceiver:
                                           "message": f"{type(e).__name__}: {e}"})
             return
         self.replica.writer = self
+        if self.stage in (STAGE_CREATE, STAGE_APPEND, STAGE_STREAMING_RECOVERY,
+                          STAGE_APPEND_RECOVERY):
+            # reported at once, as Hadoop does, so that a replica of a setup that fails
+            # downstream is known to the NameNode and invalidated with its abandoned block
+            dn.notify_nn(self.replica, "receiving")
         bad_link = self._connect_mirror() if self.targets else ""
         status = "ERROR" if bad_link else "SUCCESS"
         dn.emit("dn.pipeline.setup", block=self.block, gs=self.gs, stage=self.stage,
@@ -554,10 +559,7 @@ class BlockReceiver:
                                           "message": f"could not set up the pipeline to {bad_link}"})
             return
         wire.send_message(self.conn, {"status": "SUCCESS", "first_bad_link": ""})
-        if self.stage in (STAGE_CREATE, STAGE_APPEND, STAGE_STREAMING_RECOVERY,
-                          STAGE_APPEND_RECOVERY):
-            dn.notify_nn(self.replica, "receiving")
-        elif self.stage == STAGE_CLOSE_RECOVERY:
+        if self.stage == STAGE_CLOSE_RECOVERY:
             dn.notify_nn(self.replica, "received")
         self.fds = dn.data.open_for_write(self.replica)
         self.responder = threading.Thread(target=self._packet_responder, daemon=True,

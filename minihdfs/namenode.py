@@ -713,7 +713,11 @@ class NameNode:
                                for b in inode.blocks]})
             leases = [{"holder": lease.holder, "paths": sorted(lease.paths)}
                       for lease in self.leases.sorted_leases()]
-            return {"files": files, "leases": leases, "datanodes": self.rpc_getDatanodeReport()}
+            pending = {"invalidate": sum(len(d.invalidate) for d in self.datanodes.values()),
+                       "replication": len(self.pending_replication),
+                       "recovery": sum(len(d.recover) for d in self.datanodes.values())}
+            return {"files": files, "leases": leases, "datanodes": self.rpc_getDatanodeReport(),
+                    "pending": pending}
 
     # == lease recovery =================================================================
 

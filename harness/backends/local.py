@@ -47,7 +47,9 @@ class LocalControl:
         self.cluster.pause_node(node)
 
     def resume(self, node: str) -> None:
-        self.cluster.resume_node(node)
+        pid = self.cluster.nodes[node].get("pid")
+        if pid and pid_alive(pid):    # a node that exited meanwhile has nothing to resume
+            self.cluster.resume_node(node)
 
 
 class LocalBackend(Backend):
