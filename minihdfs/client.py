@@ -262,22 +262,32 @@ class DFSOutputStream:
             # packets end on chunk boundaries so the DataNodes can keep our checksums
             packet_room = self.packet_size - (self.buffer_block_offset % self.bpc) - len(self.buffer)
             n = min(len(view), block_room, packet_room)
-            self.buffer += view[:n]
-            view = view[n:]
-            self.file_offset += n
-            if len(self.buffer) >= self.packet_size - self.buffer_block_offset % self.bpc \
-                    or self.buffer_block_offset + len(self.buffer) == self.block_size:
-                self._queue_buffer(sync=False)
+            full = n == packet_room or n == block_room
+            if full and not self.buffer:   # a whole packet straight from the caller's bytes
+                self.file_offset += n
+                # immutable bytes can be sent from where they are; anything else is copied
+                self._queue_data(view[:n] if isinstance(data, bytes) else bytes(view[:n]),
+                                 sync=False)
+                view = view[n:]
+            else:
+                self.buffer += view[:n]
+                view = view[n:]
+                self.file_offset += n
+                if full:
+                    self._queue_buffer(sync=False)
             if self.buffer_block_offset == self.block_size:
                 self._queue_end_of_block()
 
     def _queue_buffer(self, sync: bool) -> None:
         data = bytes(self.buffer)
+        self.buffer = bytearray()
+        self._queue_data(data, sync)
+
+    def _queue_data(self, data: bytes, sync: bool) -> None:
         pkt = self._new_packet(self.buffer_block_offset, data,
                                wire.chunk_checksums(data, self.bpc, self.client.crc),
                                wire.FLAG_SYNC if sync else 0)
         self.buffer_block_offset += len(data)
-        self.buffer = bytearray()
         self.block_has_data = True
         self._enqueue(pkt)
 
@@ -459,7 +469,7 @@ class DataStreamer(threading.Thread):
                     s.ack_queue.append(pkt)
                     s.lock.notify_all()
                 try:
-                    self.sock.sendall(pkt.encode())
+                    pkt.send(self.sock)
                     self.last_send = time.monotonic()
                     self.bytes_sent = max(self.bytes_sent, pkt.end)
                 except OSError as e:

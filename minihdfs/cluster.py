@@ -35,13 +35,20 @@ class ClusterError(RuntimeError):
 
 
 _PORTS = random.Random()
+_HANDED_OUT: set[int] = set()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A port free now, from below the kernel's ephemeral range: a port from bind(0)
-    could be taken by any outgoing connection before our node binds it."""
+    could be taken by any outgoing connection before our node binds it. A port is
+    handed out once per process, so two nodes never get the same one before binding."""
+    if len(_HANDED_OUT) > 8000:   # a long session: ports of clusters long gone come back
+        _HANDED_OUT.clear()
     for _ in range(200):
         port = _PORTS.randrange(20000, 32000)
+        if port in _HANDED_OUT:
+            continue
+        _HANDED_OUT.add(port)
         with socket.socket() as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:

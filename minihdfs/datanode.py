@@ -344,7 +344,7 @@ class DataNode:
         while pos < offset + length:
             n = min(step, offset + length - pos)
             data, sums, start = self._read_some(replica, pos, n)
-            conn.sendall(wire.Packet(seq, start, data, sums).encode())
+            wire.Packet(seq, start, data, sums).send(conn)
             pos, seq = start + len(data), seq + 1
         conn.sendall(wire.Packet(seq, pos, b"", b"", wire.FLAG_LAST).encode())
 
@@ -406,7 +406,7 @@ class DataNode:
             while pos < length:
                 n = min(step, length - pos)
                 data, sums, start = self._read_some(replica, pos, n)
-                sock.sendall(wire.Packet(seq, start, data, sums).encode())
+                wire.Packet(seq, start, data, sums).send(sock)
                 pos, seq = start + len(data), seq + 1
             sock.sendall(wire.Packet(seq, pos, b"", b"", wire.FLAG_LAST).encode())
             while True:
@@ -473,7 +473,7 @@ class BlockReceiver:
         self.mirror: socket.socket | None = None
         self.mirror_error = False
         self.replica: ReplicaInfo | None = None
-        self.acks: queue.Queue = queue.Queue()
+        self.acks: queue.SimpleQueue = queue.SimpleQueue()   # C-implemented: no Condition per packet
         self._stopped = threading.Event()
         self._done = threading.Event()
         self.responder: threading.Thread | None = None

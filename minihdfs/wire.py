@@ -158,8 +158,20 @@ class Packet:
         return self.offset + len(self.data)
 
     def encode(self) -> bytes:
+        return b"".join(self.parts())
+
+    def parts(self) -> list:
+        """The frame as pieces, for sendmsg: the data is not copied into a new buffer."""
         header = _PACKET_HEADER.pack(self.seqno, self.offset, self.flags, len(self.data))
-        return _LEN.pack(len(header) + len(self.sums) + len(self.data)) + header + self.sums + self.data
+        return [_LEN.pack(len(header) + len(self.sums) + len(self.data)) + header + self.sums,
+                self.data]
+
+    def send(self, sock: socket.socket) -> None:
+        parts = self.parts()
+        total = len(parts[0]) + len(parts[1])
+        sent = sock.sendmsg(parts)
+        if sent < total:   # a partial send: the rest the ordinary way
+            sock.sendall(b"".join(parts)[sent:])
 
     def __repr__(self) -> str:
         return f"Packet(seqno={self.seqno}, offset={self.offset}, len={len(self.data)}, flags={self.flags})"
