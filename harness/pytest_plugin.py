@@ -7,6 +7,11 @@ verdict did not pass, and the failure is told in the scenario's terms: which che
 failed with their evidence rows, which expectations were not met, where the run's
 results are. An invalid scenario fails with its validation messages.
 
+Verification is batched: the first scenario item of a backend runs every selected
+scenario of that backend, then one Spark job verifies all their runs (Spark's start and
+per-job costs are paid once, not once a scenario); every item still passes or fails on
+its own verdict. `--verify-each` verifies each run as it ends instead.
+
 Options: `--backend local|docker|all` (default local; `all` runs every scenario on both
 backends, the docker runs skipped when no Docker engine answers), `--results DIR`
 (default results).
@@ -33,6 +38,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--backend", choices=("local", "docker", "all"), default="local",
                     help="where scenario clusters run: local processes, docker containers, "
                          "or all (both; docker skipped without an engine)")
+    group.addoption("--verify-each", action="store_true",
+                    help="verify each scenario's run as it ends (default: one Spark batch)")
     group.addoption("--results", default="results", metavar="DIR",
                     help="folder for the run folders of scenarios (default: results)")
 
@@ -124,7 +131,10 @@ class ScenarioItem(pytest.Item):
             if reason:
                 pytest.skip(f"docker backend: {reason}")
         results = self.config.getoption("results", "results")
-        self.verdict = run_scenario(self.scenario, backend=self.backend, results_dir=results)
+        if self.config.getoption("verify_each", False):
+            self.verdict = run_scenario(self.scenario, backend=self.backend, results_dir=results)
+        else:
+            self.verdict = _batch(self.session, self.backend).verdict_of(self)
         if not _get(self.verdict, "passed", False):
             raise ScenarioFailed(self.scenario, self.verdict)
 
@@ -145,6 +155,43 @@ class ScenarioItem(pytest.Item):
         return self.path, None, f"scenario: {self.name}"
 
 
+class _Batch:
+    """The scenario items of one backend: run them all, then verify them in one batch."""
+
+    def __init__(self, session: pytest.Session, backend: str):
+        self.session, self.backend = session, backend
+        self.verdicts: dict[str, Any] = {}
+
+    def verdict_of(self, item: "ScenarioItem") -> Any:
+        if item.nodeid not in self.verdicts:
+            self._run_pending(first=item)
+        return self.verdicts[item.nodeid]
+
+    def _run_pending(self, first: "ScenarioItem") -> None:
+        from harness.runner import run_scenario, verify_outcomes
+        items = [first] + [i for i in self.session.items
+                           if isinstance(i, ScenarioItem) and i is not first
+                           and i.backend == self.backend and i.scenario is not None
+                           and i.nodeid not in self.verdicts]
+        results = first.config.getoption("results", "results")
+        outcomes = []
+        for item in items:
+            outcomes.append(run_scenario(item.scenario, backend=self.backend,
+                                         results_dir=results, verify=False))
+            if outcomes[-1].status == "interrupted":
+                raise KeyboardInterrupt
+        for item, verdict in zip(items, verify_outcomes(outcomes)):
+            self.verdicts[item.nodeid] = verdict
+
+
+def _batch(session: pytest.Session, backend: str) -> _Batch:
+    batches = session.config.stash.setdefault(_BATCHES, {})
+    if backend not in batches:
+        batches[backend] = _Batch(session, backend)
+    return batches[backend]
+
+
+_BATCHES = pytest.StashKey[dict]()
 _DOCKER_STATE: list = []
 
 

@@ -131,7 +131,7 @@ class Run:
                       faults_fired=self.fired, bytes_written=self.bytes_written)
         self.log.close()
         self.status = status
-        return self._verify(status)
+        return self.outcome()
 
     def _progress(self, message: str, transient: bool = False) -> None:
         text = f"{self.scenario.name}: {message}"
@@ -406,39 +406,65 @@ class Run:
                 self._progress("stopping the cluster")
                 self.backend.stop()
 
-    def _verify(self, status: str) -> dict:
-        self.phase = "verify"
-        verdict: dict
-        if status == "interrupted":   # no verdict to compute: say so, quickly
-            verdict = {"scenario": self.scenario.name, "run_id": self.run_id, "passed": False,
-                       "checks": [], "expect": [], "metrics": {},
-                       "error": "the run was interrupted"}
-            return self._finish_verdict(verdict, status)
-        self._progress("verifying")
-        try:
-            from harness.reconcile.api import build_run_report, verify_runs
-        except ImportError as e:
-            verdict = {"scenario": self.scenario.name, "run_id": self.run_id, "passed": False,
-                       "checks": [], "expect": [], "metrics": {},
-                       "error": f"the verifier is not available: {e}"}
-        else:
-            verdict = verify_runs([self.run_dir])[0]
-            try:
-                build_run_report(self.run_dir)
-            except Exception as e:   # a report is a convenience; the verdict stands
-                verdict.setdefault("warnings", []).append(f"report: {e}")
-        return self._finish_verdict(verdict, status)
+    def outcome(self) -> "RunOutcome":
+        return RunOutcome(self.scenario.name, self.run_id, self.run_dir, self.status,
+                          list(self.errors))
 
-    def _finish_verdict(self, verdict: dict, status: str) -> dict:
-        if status != "completed" or self.errors:
-            verdict["run_status"] = status
+
+class RunOutcome:
+    """What a run left for the verifier: its folder, and how the run itself went."""
+
+    def __init__(self, scenario: str, run_id: str, run_dir: str, status: str, errors: list):
+        self.scenario, self.run_id, self.run_dir = scenario, run_id, run_dir
+        self.status, self.errors = status, errors
+
+    def verdict_without_checks(self, error: str) -> dict:
+        return {"scenario": self.scenario, "run_id": self.run_id, "passed": False,
+                "checks": [], "expect": [], "metrics": {}, "error": error}
+
+    def finish(self, verdict: dict) -> dict:
+        """Add how the run went to its verdict, and write verdict.json."""
+        if self.status != "completed" or self.errors:
+            verdict["run_status"] = self.status
             verdict["run_errors"] = self.errors
-            if status in ("error", "interrupted"):
+            if self.status in ("error", "interrupted"):
                 verdict["passed"] = False
         verdict["run_dir"] = self.run_dir
         with open(os.path.join(self.run_dir, "verdict.json"), "w") as f:
             json.dump({k: v for k, v in verdict.items() if k != "run_dir"}, f, indent=1)
         return verdict
+
+
+def verify_outcomes(outcomes: list[RunOutcome], progress: Progress | None = None) -> list[dict]:
+    """Verify runs in one Spark batch (far cheaper than one batch a run), then build each
+    run's report; returns the verdicts in the order of `outcomes`."""
+    say = progress or (lambda msg: None)
+    pending = [o for o in outcomes if o.status != "interrupted"]
+    verdicts: dict[str, dict] = {}
+    for o in outcomes:
+        if o.status == "interrupted":   # nothing to verify: say so, quickly
+            verdicts[o.run_id] = o.verdict_without_checks("the run was interrupted")
+    if pending:
+        try:
+            from harness.reconcile.api import build_run_report, verify_runs
+        except ImportError as e:
+            for o in pending:
+                verdicts[o.run_id] = o.verdict_without_checks(f"the verifier is not available: {e}")
+        else:
+            say(f"verifying {len(pending)} run{'s' if len(pending) > 1 else ''} with Spark")
+            try:
+                for o, v in zip(pending, verify_runs([o.run_dir for o in pending])):
+                    verdicts[o.run_id] = v
+            except Exception as e:   # the verifier broke: every run says so, none passes
+                for o in pending:
+                    verdicts[o.run_id] = o.verdict_without_checks(
+                        f"the verifier failed: {type(e).__name__}: {e}")
+            for o in pending:
+                try:
+                    build_run_report(o.run_dir)
+                except Exception as e:   # a report is a convenience; the verdict stands
+                    verdicts[o.run_id].setdefault("warnings", []).append(f"report: {e}")
+    return [o.finish(verdicts[o.run_id]) for o in outcomes]
 
 
 def _not_quiet(st: dict) -> str | None:
@@ -484,29 +510,41 @@ def _restore_signal_handlers(previous) -> None:
 
 def run_scenario(scenario: Scenario | str, backend: str = "local", results_dir: str = "results",
                  seed: int | None = None, keep: bool = False,
-                 progress: Progress | None = None) -> dict:
-    """Run one scenario (a Scenario or a YAML path); returns its verdict (verdict.json)."""
+                 progress: Progress | None = None, verify: bool = True) -> dict | RunOutcome:
+    """Run one scenario (a Scenario or a YAML path); returns its verdict (verdict.json),
+    or with verify=False the RunOutcome to verify later with others (verify_outcomes)."""
     if isinstance(scenario, str):
         scenario = load_scenario(scenario)
-    return Run(scenario, backend, results_dir, seed, keep, progress).execute()
+    outcome = Run(scenario, backend, results_dir, seed, keep, progress).execute()
+    return verify_outcomes([outcome], progress)[0] if verify else outcome
 
 
 def run_scenarios(files: list[str], backend: str = "local", results_dir: str = "results",
                   seed: int | None = None, keep: bool = False,
                   progress: Progress | None = None) -> list[dict]:
-    """Validate every file first (nothing runs if one is invalid), then run them in turn,
-    printing one result line per scenario."""
+    """Validate every file first (nothing runs if one is invalid), run them in turn, then
+    verify them all in one Spark batch, printing one result line per scenario."""
     from harness.scenario import validate_files
     scenarios, issues = validate_files(files)
     if issues:
         raise ScenarioError(issues)
-    verdicts = []
+    outcomes = []
+    interrupted = False
     for path in files:
-        verdict = run_scenario(scenarios[path], backend, results_dir, seed, keep, progress)
-        verdicts.append(verdict)
+        outcome = run_scenario(scenarios[path], backend, results_dir, seed, keep, progress,
+                               verify=False)
+        outcomes.append(outcome)
+        if progress:
+            progress(f"{outcome.scenario}: run {outcome.status} "
+                     f"({os.path.relpath(outcome.run_dir)})")
+        if outcome.status == "interrupted":
+            interrupted = True   # cleaned up already; the remaining scenarios do not run
+            break
+    verdicts = verify_outcomes(outcomes, progress)
+    for verdict in verdicts:
         print(result_line(verdict), flush=True)
-        if verdict.get("run_status") == "interrupted":
-            raise KeyboardInterrupt   # cleaned up already; the remaining scenarios do not run
+    if interrupted:
+        raise KeyboardInterrupt
     return verdicts
 
 

@@ -30,11 +30,17 @@ def runner(monkeypatch):
     module.calls = []
     module.verdicts = {}
 
-    def run_scenario(scenario, backend, results_dir):
+    def run_scenario(scenario, backend, results_dir, verify=True):
         module.calls.append((scenario.name, backend, results_dir))
-        return module.verdicts.get(scenario.name, {"passed": True, "checks": []})
+        verdict = module.verdicts.get(scenario.name, {"passed": True, "checks": []})
+        # verify=False is the batched path: an outcome now, its verdict from verify_outcomes
+        return verdict if verify else types.SimpleNamespace(status="completed", verdict=verdict)
+
+    def verify_outcomes(outcomes, progress=None):
+        return [o.verdict for o in outcomes]
 
     module.run_scenario = run_scenario
+    module.verify_outcomes = verify_outcomes
     monkeypatch.setitem(sys.modules, "harness.runner", module)
     return module
 
