@@ -213,7 +213,13 @@ class LocalCluster:
         self.start_node(node)
 
     def pause_node(self, node: str) -> None:
-        os.kill(self._pid(node), signal.SIGSTOP)
+        """SIGSTOP, returning once the process is stopped: the signal is asynchronous,
+        and a node still running for a moment would process what comes next."""
+        pid = self._pid(node)
+        os.kill(pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not _all_stopped(pid):
+            time.sleep(0.001)
 
     def resume_node(self, node: str) -> None:
         os.kill(self._pid(node), signal.SIGCONT)
@@ -306,6 +312,22 @@ def pid_alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def _all_stopped(pid: int) -> bool:
+    """Every thread of the process is stopped (or the process is gone)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                if f.read().rsplit(") ", 1)[1][0] not in "Tt":
+                    return False
+        except (OSError, IndexError):
+            continue
+    return True
 
 
 def _resume_quietly(pid: int) -> None:
