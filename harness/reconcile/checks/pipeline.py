@@ -19,7 +19,7 @@ def _pipeline_errors(runs: RunSet) -> DataFrame:
     abandons) is handled by abandonBlock + addBlock instead, so it is left out."""
     def build():
         errs = base(runs.of("client.pipeline.error"), "path", "block", "gs", "stage",
-                    "pipeline", "error_index", "bad_node", "acked", "error")
+                    "pipeline", "error_index", "bad_node", "acked", "offset", "error")
         errs = errs.filter(F.coalesce(F.col("stage"), F.lit("")) != _NEW_BLOCK_SETUP)
         ab = runs.of("client.pipeline.abandon").select(
             F.col("run_id").alias("_r"), F.col("node").alias("_n"), F.col("block").alias("_b"),
@@ -40,14 +40,20 @@ def check_p1(runs: RunSet) -> Outcome:
     went_on_ctl = assign_stream(
         runs.of("client.close").filter(F.col("ok")).unionByName(runs.of("client.hflush"))
         .unionByName(runs.of("client.pipeline.recovered"))
-        .select("run_id", "node", "path", "ts"), st)
+        # an hflush counts only beyond the file offset acked at the error: one returning
+        # on acks that came before the error has not gone on
+        .select("run_id", "node", "path", "ts",
+                F.when(F.col("event") == "client.hflush", F.col("offset")).alias("h_off")), st)
     acks = (assign_stream(runs.of("client.ack").select("run_id", "node", "path", "ts", "block",
                                                        "acked"), st)
             .groupBy(*keys, "block").agg(F.max("ts").alias("last_ts"),
                                           F.max("acked").alias("max_acked")))
-    e = errs.select("eid", *keys, "ts", "block", "acked")
-    l1 = went_on_ctl.select(*[F.col(k).alias("_" + k) for k in keys], F.col("ts").alias("_t"))
-    c1 = e.join(l1, [e[k] == l1["_" + k] for k in keys] + [l1["_t"] > e["ts"]]).select("eid")
+    e = errs.select("eid", *keys, "ts", "block", "acked", "offset")
+    l1 = went_on_ctl.select(*[F.col(k).alias("_" + k) for k in keys], F.col("ts").alias("_t"),
+                            F.col("h_off").alias("_off"))
+    c1 = e.join(l1, [e[k] == l1["_" + k] for k in keys] + [
+        (l1["_t"] > e["ts"]) & (l1["_off"].isNull() | e["offset"].isNull()
+                                | (l1["_off"] > e["offset"]))]).select("eid")
     a = acks.select(*[F.col(k).alias("_" + k) for k in keys], F.col("block").alias("_b"),
                     "last_ts", "max_acked")
     c2 = e.join(a, [e[k] == a["_" + k] for k in keys]
