@@ -59,9 +59,49 @@ def test_base_image_is_imported_from_debian_with_labels(docker_client, base_imag
     assert base_image == f"{images.BASE_REPOSITORY}:{images.base_hash(recipe)[:12]}"
 
 
-def test_base_rootfs_is_cached_for_quick_rebuilds(base_image, source_tree):
-    digest = images.base_hash(images.base_recipe(source_tree))[:12]
-    assert (images.DEFAULT_ROOTFS_CACHE / f"rootfs-{digest}.tar").is_file()
+def test_present_base_image_is_not_rebuilt(base_image, source_tree, tmp_path):
+    lines: list[str] = []
+    assert images.ensure_base_image(lines.append, root=source_tree, cache_dir=tmp_path) == base_image
+    assert lines == [f"base image {base_image} is present"]
+    assert list(tmp_path.glob("rootfs-*.tar")) == []
+
+
+def test_missing_base_image_is_imported_from_the_cached_rootfs(docker_client, base_image,
+                                                               source_tree, tmp_path,
+                                                               monkeypatch):
+    """A recipe whose image is gone but whose root filesystem is cached is re-imported in
+    seconds, without mmdebstrap (here: not on PATH at all)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(source_tree / "cluster_image", tree / "cluster_image")
+    recipe_file = tree / "cluster_image" / "base.json"
+    recipe = json.loads(recipe_file.read_text())
+    recipe["packages"] = [*recipe["packages"], "hdfs-chaos-test-only-never-installed"]
+    recipe_file.write_text(json.dumps(recipe))
+    digest = images.base_hash(images.base_recipe(tree))[:12]
+    tag = images.base_tag(tree)
+    assert tag != base_image and images._find_image(docker_client, tag) is None
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    container = docker_client.containers.create(base_image, ["true"],
+                                                labels={images.PROJECT_LABEL: "hdfs-chaos"})
+    try:
+        with open(cache / f"rootfs-{digest}.tar", "wb") as out:
+            for chunk in container.export():
+                out.write(chunk)
+    finally:
+        container.remove(force=True)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    lines: list[str] = []
+    try:
+        assert images.ensure_base_image(lines.append, root=tree, cache_dir=cache) == tag
+        assert any("using cached root filesystem" in line for line in lines), lines
+        assert not any("building the root filesystem" in line for line in lines), lines
+        labels = docker_client.images.get(tag).labels
+        assert labels[images.KIND_LABEL] == "base"
+        assert labels[images.SOURCE_HASH_LABEL] == images.base_hash(images.base_recipe(tree))
+    finally:
+        if images._find_image(docker_client, tag) is not None:
+            docker_client.images.remove(tag, force=True)
 
 
 def test_container_imports_minihdfs(run_once, cluster_image):

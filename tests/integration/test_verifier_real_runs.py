@@ -13,9 +13,11 @@ from harness.scenario import load_scenario_text
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-# The first node of the pipeline (whichever it is) receives 256 KiB more than the two
-# others, which a partition between all DataNodes cuts off; the writer crashes; block
-# recovery must pick the minimum RBW length (the hflushed 256 KiB).
+# The first node of the pipeline (whichever it is) receives more than the two others,
+# which a partition between all DataNodes cuts off right after the first hflush; the
+# writer crashes; block recovery must pick the minimum RBW length (the hflushed 256 KiB).
+# The client's links are paced, as in the library's block-recovery-different-lengths:
+# unpaced, the whole 2 MiB is acked before the partition lands.
 UNEQUAL = """\
 name: unequal-lengths-{tag}
 seed: 11
@@ -33,6 +35,8 @@ cluster:
 workload:
   - {{id: w1, client: c1, op: write, path: /f, size: 2MiB, hflush_every: 256KiB}}
 faults:
+  - {{id: pace, kind: bandwidth, links: [[c1, dn1], [c1, dn2], [c1, dn3]], rate: 512KiB,
+     at: 0s}}
   - {{id: cut, kind: partition, between: [[dn1], [dn2], [dn3]], mode: blackhole,
      at: {{event: client.hflush, node: c1, nth: 1}}, duration: 2500ms}}
   - {{id: crash, kind: crash_client, target: c1, at: {{after: cut, delay: 1500ms}}}}
