@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -18,6 +19,20 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from minihdfs.cluster import LocalCluster  # noqa: E402
 from minihdfs.config import parse_size  # noqa: E402
+
+
+def cpu_seconds(cluster: LocalCluster) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by this process (the client) and each
+    DataNode: unlike MB/s, these do not depend on what else the machine is doing."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out = {"client": usage.ru_utime + usage.ru_stime}
+    tick = os.sysconf("SC_CLK_TCK")
+    for node, proc in sorted(cluster.procs.items()):
+        if proc is not None and node.startswith("dn"):
+            with open(f"/proc/{proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[node] = (int(fields[11]) + int(fields[12])) / tick
+    return out
 
 
 def main() -> int:
@@ -35,23 +50,27 @@ def main() -> int:
         print(f"cluster ready in {time.monotonic() - t0:.2f}s", flush=True)
         try:
             client = cluster.client("bench")
+            pieces = [len(piece)] * (args.size // len(piece))
+            pieces += [args.size % len(piece)] if args.size % len(piece) else []
             crc = 0
+            for n in pieces:   # what the read must match, computed outside the timing
+                crc = zlib.crc32(piece[:n], crc)
+            cpu0 = cpu_seconds(cluster)
             t0 = time.monotonic()
             stream = client.create("/bench/f")
-            written = 0
-            while written < args.size:
-                n = min(len(piece), args.size - written)
+            for n in pieces:
                 stream.write(piece[:n])
-                crc = zlib.crc32(piece[:n], crc)
-                written += n
             stream.close()
             wt = time.monotonic() - t0
+            cpu = {k: v - cpu0[k] for k, v in cpu_seconds(cluster).items()}
             t0 = time.monotonic()
             data = client.read("/bench/f")
             rt = time.monotonic() - t0
             ok = len(data) == args.size and zlib.crc32(data) == crc
             mb = args.size / 1e6
             print(f"write {mb:.0f} MB (replication {args.replication}): {wt:.2f}s = {mb / wt:.1f} MB/s")
+            print("  CPU seconds of the write: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
+                  + f" (total {sum(cpu.values()):.2f})")
             print(f"read  {mb:.0f} MB: {rt:.2f}s = {mb / rt:.1f} MB/s, content {'OK' if ok else 'MISMATCH'}")
             client.close()
             return 0 if ok else 1

@@ -186,8 +186,9 @@ class DFSClient:
             if reply.get("status") != "SUCCESS":
                 raise IOError(reply.get("message", "read refused"))
             buf = bytearray()
+            reader = wire.FrameReader(sock)
             while True:
-                packet, _ = wire.recv_packet(sock, bpc)
+                packet, _ = reader.packet(bpc)
                 if packet.last:
                     break
                 bad = wire.first_bad_chunk(packet.data, packet.sums, bpc, self.crc)
@@ -212,6 +213,16 @@ class _Packet(wire.Packet):
     __slots__ = ("file_end", "block_seq")
 
 
+class _QueueMonitor(threading.Condition):
+    """The stream's lock and condition (Hadoop's dataQueue monitor). The writer and both
+    streamer threads notify on every packet; most of the time nobody waits, and then
+    notify_all (Python code) is skipped. `_waiters` is threading.Condition's own list."""
+
+    def notify_all(self) -> None:
+        if self._waiters:
+            super().notify_all()
+
+
 class DFSOutputStream:
     """An open file being written: the application side (write, hflush, close) fills
     packets into the dataQueue; the DataStreamer thread sends them down the pipeline."""
@@ -224,7 +235,7 @@ class DFSOutputStream:
         self.packet_size = conf["dfs.client-write-packet-size"]
         self.block_size = status["block_size"]
         self.replication = status["replication"]
-        self.lock = threading.Condition()
+        self.lock = _QueueMonitor()
         self.data_queue: collections.deque = collections.deque()
         self.ack_queue: collections.deque = collections.deque()
         self.seqno = 0
@@ -642,9 +653,10 @@ class DataStreamer(threading.Thread):
         node bad (scanning from the last node back, as Hadoop does); a missing ack or a
         read error marks the first node."""
         s = self.s
+        acks = wire.FrameReader(sock, 4096)
         while True:
             try:
-                seqno, statuses = wire.recv_ack(sock)
+                seqno, statuses = acks.ack()
             except (OSError, EOFError, wire.MalformedFrame) as e:
                 if self.sock is sock and not self._stopping:
                     self._set_error(f"ack from {self.nodes[0] if self.nodes else '?'}: {e}",

@@ -409,8 +409,9 @@ class DataNode:
                 wire.Packet(seq, start, data, sums).send(sock)
                 pos, seq = start + len(data), seq + 1
             sock.sendall(wire.Packet(seq, pos, b"", b"", wire.FLAG_LAST).encode())
+            acks = wire.FrameReader(sock, 4096)
             while True:
-                got, statuses = wire.recv_ack(sock)
+                got, statuses = acks.ack()
                 if any(s != wire.SUCCESS for s in statuses):
                     raise OSError(f"transfer to {targets[0]}: ack {statuses}")
                 if got == seq:
@@ -584,8 +585,11 @@ class BlockReceiver:
 
     def _receive_packets(self) -> None:
         data, replica, fn = self.dn.data, self.replica, self.dn.data.crc
+        # One reused buffer: the packet is forwarded and written before the next read;
+        # the responder only looks at its seqno, flags and lengths.
+        reader = wire.FrameReader(self.conn)
         while not self._stopped.is_set():
-            packet, raw = wire.recv_packet(self.conn, self.bpc)
+            packet, raw = reader.packet(self.bpc)
             if self.mirror is not None and not self.mirror_error:
                 try:
                     self.mirror.sendall(raw)
@@ -626,6 +630,7 @@ class BlockReceiver:
         """PacketResponder: for each packet, wait for the downstream ack, then ack upstream
         with our status followed by the downstream ones ([SUCCESS, ERROR] when the mirror
         failed, so the client learns which node to drop)."""
+        mirror_acks = wire.FrameReader(self.mirror, 4096) if self.mirror is not None else None
         while True:
             item = self.acks.get()
             if item is None:
@@ -635,7 +640,7 @@ class BlockReceiver:
             if self.targets and my_status == wire.SUCCESS:
                 if not self.mirror_error:
                     try:
-                        seqno, downstream = wire.recv_ack(self.mirror)
+                        seqno, downstream = mirror_acks.ack()
                         if seqno != packet.seqno:
                             raise OSError(f"ack for seqno {seqno}, expected {packet.seqno}")
                     except (OSError, EOFError, wire.MalformedFrame) as e:

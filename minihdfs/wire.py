@@ -109,17 +109,21 @@ def checksum_fn(kind: str):
     return zlib.crc32 if kind == "CRC32" else crc32c
 
 
+_CUTS: dict[tuple[int, int], list[slice]] = {}
 _SUMS: dict[int, struct.Struct] = {}
 
 
 def chunk_checksums(data: bytes | memoryview, bpc: int, fn=zlib.crc32) -> bytes:
     """One 4-byte big-endian checksum per `bpc`-byte chunk of `data`."""
     view = memoryview(data)
-    sums = [fn(view[i:i + bpc]) for i in range(0, len(view), bpc)]
-    packer = _SUMS.get(len(sums))
+    key = (-(-len(view) // bpc), bpc)   # (chunks, bpc): a short last chunk is cut short
+    cuts = _CUTS.get(key)
+    if cuts is None:   # the chunk slices, made once per chunk count
+        cuts = _CUTS.setdefault(key, [slice(i * bpc, (i + 1) * bpc) for i in range(key[0])])
+    packer = _SUMS.get(len(cuts))
     if packer is None:
-        packer = _SUMS.setdefault(len(sums), struct.Struct(f">{len(sums)}I"))
-    return packer.pack(*sums)
+        packer = _SUMS.setdefault(len(cuts), struct.Struct(f">{len(cuts)}I"))
+    return packer.pack(*map(fn, map(view.__getitem__, cuts)))
 
 
 def first_bad_chunk(data: bytes | memoryview, sums: bytes | memoryview, bpc: int,
@@ -177,8 +181,62 @@ class Packet:
         return f"Packet(seqno={self.seqno}, offset={self.offset}, len={len(self.data)}, flags={self.flags})"
 
 
+class FrameReader:
+    """Reads the binary frames (packets, acks) of one connection through one reusable
+    buffer: a single recv usually brings a whole packet, often the start of the next too,
+    and nothing is allocated per frame. A frame it returns stays valid (and its length
+    fixed) only until the next read; the caller writes or forwards it before then.
+
+    The reader owns the connection's incoming bytes from its first read on: it may read
+    ahead, so nothing else may read the socket after it."""
+
+    def __init__(self, sock: socket.socket, capacity: int = 256 * 1024):
+        self.sock = sock
+        self.buf = bytearray(capacity)
+        self.view = memoryview(self.buf)
+        self.start = self.end = 0
+
+    def _fill(self, need: int, what: str) -> None:
+        """Make `need` bytes from `start` available (the buffer grows for a larger frame)."""
+        if self.start + need > len(self.buf):
+            pending = self.buf[self.start:self.end]   # a copy: the move never overlaps itself
+            if need > len(self.buf):
+                self.buf = bytearray(max(need, 2 * len(self.buf)))
+                self.view = memoryview(self.buf)
+            self.buf[:len(pending)] = pending
+            self.start, self.end = 0, len(pending)
+        while self.end - self.start < need:
+            r = self.sock.recv_into(self.view[self.end:], len(self.buf) - self.end)
+            if r == 0:
+                raise ConnectionClosed(f"connection closed after {self.end - self.start} of "
+                                       f"{need} bytes of {what}")
+            self.end += r
+
+    def frame(self, low: int, high: int, what: str) -> memoryview:
+        """The next length-prefixed frame, prefix included; its body is low..high bytes."""
+        self._fill(4, what)
+        (n,) = _LEN.unpack_from(self.buf, self.start)
+        if n < low or n > high:
+            raise MalformedFrame(f"{what} frame of {n} bytes")
+        self._fill(4 + n, what)
+        frame = self.view[self.start:self.start + 4 + n]
+        self.start += 4 + n
+        if self.start == self.end:
+            self.start = self.end = 0
+        return frame
+
+    def packet(self, bpc: int) -> tuple[Packet, memoryview]:
+        """recv_packet through this reader."""
+        return _parse_packet(self.frame(_PACKET_HEADER.size, MAX_PACKET, "packet"), bpc)
+
+    def ack(self) -> tuple[int, list[int]]:
+        """recv_ack through this reader."""
+        return _parse_ack(self.frame(_ACK_HEADER.size, 1024, "ack"))
+
+
 def recv_packet(sock: socket.socket, bpc: int) -> tuple[Packet, bytes]:
-    """Read one packet; returns it and its raw frame (for forwarding to the mirror as is)."""
+    """Read one packet, and not a byte more; returns it and its raw frame (for forwarding
+    to the mirror as is). Streams of packets go through a FrameReader."""
     raw_len = recv_exact(sock, 4)
     (n,) = _LEN.unpack(raw_len)
     if n < _PACKET_HEADER.size or n > MAX_PACKET:
@@ -192,12 +250,17 @@ def recv_packet(sock: socket.socket, bpc: int) -> tuple[Packet, bytes]:
         if r == 0:
             raise ConnectionClosed(f"connection closed after {got - 4} of {n} packet bytes")
         got += r
-    seqno, offset, flags, dlen = _PACKET_HEADER.unpack_from(frame, 4)
+    return _parse_packet(view, bpc)
+
+
+def _parse_packet(view: memoryview, bpc: int) -> tuple[Packet, memoryview]:
+    n = len(view) - 4
+    seqno, offset, flags, dlen = _PACKET_HEADER.unpack_from(view, 4)
     nsums = 4 * ((dlen + bpc - 1) // bpc)
     if _PACKET_HEADER.size + nsums + dlen != n or offset < 0 or flags & ~3:
         raise MalformedFrame(f"inconsistent packet header (len {n}, data {dlen}, offset {offset})")
     h = 4 + _PACKET_HEADER.size
-    return Packet(seqno, offset, view[h + nsums:], view[h:h + nsums], flags), frame
+    return Packet(seqno, offset, view[h + nsums:], view[h:h + nsums], flags), view
 
 
 # -- pipeline acks ---------------------------------------------------------------------
@@ -211,11 +274,14 @@ def recv_ack(sock: socket.socket) -> tuple[int, list[int]]:
     (n,) = _LEN.unpack(recv_exact(sock, 4))
     if n < _ACK_HEADER.size or n > 1024:
         raise MalformedFrame(f"ack frame of {n} bytes")
-    body = recv_exact(sock, n)
-    seqno, count = _ACK_HEADER.unpack_from(body)
-    if _ACK_HEADER.size + count != n:
+    return _parse_ack(_LEN.pack(n) + recv_exact(sock, n))
+
+
+def _parse_ack(frame: bytes | memoryview) -> tuple[int, list[int]]:
+    seqno, count = _ACK_HEADER.unpack_from(frame, 4)
+    if 4 + _ACK_HEADER.size + count != len(frame):
         raise MalformedFrame("inconsistent ack frame")
-    return seqno, list(body[_ACK_HEADER.size:])
+    return seqno, list(frame[4 + _ACK_HEADER.size:])
 
 
 # -- addresses -------------------------------------------------------------------------

@@ -41,6 +41,28 @@ def send_in_thread(sock: socket.socket, data: bytes, close: bool = False) -> thr
     return t
 
 
+@pytest.fixture(params=["recv_packet", "FrameReader-small", "FrameReader"])
+def read_packet(request):
+    """The two ways to read packets: one exact frame at a time, or a stream through a
+    FrameReader (one per socket; a small one must grow and move its bytes)."""
+    if request.param == "recv_packet":
+        return wire.recv_packet
+    readers: dict = {}
+    capacity = 100 if request.param == "FrameReader-small" else 256 * 1024
+
+    def read(sock, bpc):
+        return readers.setdefault(sock, wire.FrameReader(sock, capacity)).packet(bpc)
+    return read
+
+
+@pytest.fixture(params=["recv_ack", "FrameReader"])
+def read_ack(request):
+    if request.param == "recv_ack":
+        return wire.recv_ack
+    readers: dict = {}
+    return lambda sock: readers.setdefault(sock, wire.FrameReader(sock, 64)).ack()
+
+
 def packet(seqno: int, offset: int, data: bytes, flags: int = 0, fn=zlib.crc32) -> wire.Packet:
     return wire.Packet(seqno, offset, data, wire.chunk_checksums(data, BPC, fn), flags)
 
@@ -133,14 +155,14 @@ def test_connection_closed_between_frames(pair):
 
 # -- packets ---------------------------------------------------------------------------
 
-def test_packet_round_trip(pair):
+def test_packet_round_trip(read_packet, pair):
     a, b = pair
     data = os.urandom(64 * 1024 + 300)                 # not a whole number of chunks
     sent = [packet(0, 0, data), packet(1, len(data), b"tail", wire.FLAG_SYNC),
             packet(wire.HEARTBEAT_SEQNO, 0, b""), packet(2, len(data) + 4, b"", wire.FLAG_LAST)]
     t = send_in_thread(a, b"".join(p.encode() for p in sent))
     for want in sent:
-        got, raw = wire.recv_packet(b, BPC)
+        got, raw = read_packet(b, BPC)
         assert (got.seqno, got.offset, got.flags) == (want.seqno, want.offset, want.flags)
         assert bytes(got.data) == want.data and bytes(got.sums) == want.sums
         assert bytes(raw) == want.encode()              # forwarded as is to the mirror
@@ -151,34 +173,34 @@ def test_packet_round_trip(pair):
     assert got.sync and not got.last and sent[3].last and not sent[3].sync
 
 
-def test_corrupt_packet_data_is_caught_by_first_bad_chunk(pair):
+def test_corrupt_packet_data_is_caught_by_first_bad_chunk(read_packet, pair):
     a, b = pair
     data = os.urandom(4 * BPC)
     frame = bytearray(packet(5, 1024, data).encode())
     frame[-10] ^= 0x55                                   # a byte of the 4th chunk
     a.sendall(bytes(frame))
-    got, _ = wire.recv_packet(b, BPC)
+    got, _ = read_packet(b, BPC)
     assert wire.first_bad_chunk(got.data, got.sums, BPC) == 3
     assert got.offset + 3 * BPC == 1024 + 1536
 
 
-def test_packet_frame_too_large_is_malformed(pair):
+def test_packet_frame_too_large_is_malformed(read_packet, pair):
     a, b = pair
     a.sendall(struct.pack(">I", wire.MAX_PACKET + 1))
     with pytest.raises(wire.MalformedFrame):
-        wire.recv_packet(b, BPC)
+        read_packet(b, BPC)
 
 
-def test_packet_frame_shorter_than_its_header_is_malformed(pair):
+def test_packet_frame_shorter_than_its_header_is_malformed(read_packet, pair):
     a, b = pair
     a.sendall(struct.pack(">I", 5) + b"12345")
     with pytest.raises(wire.MalformedFrame):
-        wire.recv_packet(b, BPC)
+        read_packet(b, BPC)
 
 
 @pytest.mark.parametrize("case", ["data_len_too_big", "data_len_too_small", "sums_missing",
                                   "negative_offset", "unknown_flags"])
-def test_inconsistent_packet_header_is_malformed(pair, case):
+def test_inconsistent_packet_header_is_malformed(read_packet, pair, case):
     a, b = pair
     data = os.urandom(1000)
     sums = wire.chunk_checksums(data, BPC)
@@ -197,27 +219,27 @@ def test_inconsistent_packet_header_is_malformed(pair, case):
     body = header + sums + data
     a.sendall(struct.pack(">I", len(body)) + body)
     with pytest.raises(wire.MalformedFrame):
-        wire.recv_packet(b, BPC)
+        read_packet(b, BPC)
 
 
-def test_packet_cut_short_is_a_closed_connection(pair):
+def test_packet_cut_short_is_a_closed_connection(read_packet, pair):
     a, b = pair
     frame = packet(0, 0, os.urandom(2000)).encode()
     a.sendall(frame[:len(frame) // 2])
     a.shutdown(socket.SHUT_WR)
     with pytest.raises(wire.ConnectionClosed):
-        wire.recv_packet(b, BPC)
+        read_packet(b, BPC)
 
 
 # -- acks ------------------------------------------------------------------------------
 
-def test_ack_round_trip(pair):
+def test_ack_round_trip(read_ack, pair):
     a, b = pair
     for seqno, statuses in ((0, [wire.SUCCESS]), (7, [wire.SUCCESS, wire.ERROR, wire.SUCCESS]),
                             (wire.HEARTBEAT_SEQNO, [wire.SUCCESS] * 3),
                             (2 ** 40, [wire.ERROR_CHECKSUM]), (9, [wire.OOB_RESTART]), (10, [])):
         a.sendall(wire.encode_ack(seqno, statuses))
-        assert wire.recv_ack(b) == (seqno, statuses)
+        assert read_ack(b) == (seqno, statuses)
 
 
 @pytest.mark.parametrize("frame", [
@@ -225,11 +247,46 @@ def test_ack_round_trip(pair):
     struct.pack(">I", 5000),                                            # too large
     struct.pack(">I", 9 + 2) + struct.pack(">qB", 1, 3) + b"\x00\x00",  # says 3, carries 2
 ])
-def test_malformed_acks(pair, frame):
+def test_malformed_acks(read_ack, pair, frame):
     a, b = pair
     a.sendall(frame)
     with pytest.raises(wire.MalformedFrame):
-        wire.recv_ack(b)
+        read_ack(b)
+
+
+def test_frame_reader_takes_frames_from_one_recv_and_across_recvs(pair):
+    """Several packets and acks in one burst, then a packet dribbled in 7-byte pieces:
+    the reader hands out each frame whole, in order."""
+    a, b = pair
+    data = os.urandom(3 * BPC)
+    burst = [packet(i, i * len(data), data) for i in range(3)]
+    a.sendall(b"".join(p.encode() for p in burst) + wire.encode_ack(4, [wire.SUCCESS]))
+    reader = wire.FrameReader(b, 8 * 1024)
+    for want in burst:
+        got, raw = reader.packet(BPC)
+        assert bytes(raw) == want.encode()
+    assert reader.ack() == (4, [wire.SUCCESS])
+    frame = packet(9, 0, data, wire.FLAG_SYNC).encode()
+
+    def dribble():
+        for i in range(0, len(frame), 7):
+            a.sendall(frame[i:i + 7])
+    t = threading.Thread(target=dribble, daemon=True)
+    t.start()
+    got, raw = reader.packet(BPC)
+    t.join(10)
+    assert (got.seqno, bytes(got.data), got.sync) == (9, data, True)
+
+
+def test_frame_reader_closed_between_frames_and_mid_frame(pair):
+    a, b = pair
+    frame = packet(0, 0, os.urandom(1000)).encode()
+    a.sendall(frame + frame[:10])
+    a.shutdown(socket.SHUT_WR)
+    reader = wire.FrameReader(b)
+    reader.packet(BPC)
+    with pytest.raises(wire.ConnectionClosed, match="10 of"):
+        reader.packet(BPC)
 
 
 def test_parse_addr():
