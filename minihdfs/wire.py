@@ -234,7 +234,7 @@ class FrameReader:
         return _parse_ack(self.frame(_ACK_HEADER.size, 1024, "ack"))
 
 
-def recv_packet(sock: socket.socket, bpc: int) -> tuple[Packet, bytes]:
+def recv_packet(sock: socket.socket, bpc: int) -> tuple[Packet, memoryview]:
     """Read one packet, and not a byte more; returns it and its raw frame (for forwarding
     to the mirror as is). Streams of packets go through a FrameReader."""
     raw_len = recv_exact(sock, 4)
