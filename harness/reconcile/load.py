@@ -9,6 +9,14 @@ node, event) or has a field of the wrong type is *malformed*; it is counted and 
 `RunSet.malformed`, with its text), never fatal. A line with a wrongly typed field but a
 sound envelope still takes part in the checks with that field null. Fields the schema
 does not know ride along in `raw` (the line itself) and `extra_fields()` maps them.
+
+Speed: nearly all lines of a large run are writes and acks (schema.BULK_EVENTS), and
+parsing every line with the full schema of some 70 fields costs three times a parse with
+the envelope and the few fields those events carry. So every line is parsed once with
+that narrow schema; a bulk event whose keys are provably all among the narrow fields
+(see `_dense`) is kept in that form and nothing is lost; every other line (the protocol
+events the checks look up again and again, and anything unusual) is parsed again in
+full into a small table of its own, which `RunSet.of` scans instead of all lines.
 """
 
 from __future__ import annotations
@@ -17,19 +25,24 @@ import dataclasses
 import glob
 import logging
 import os
+import threading
 from typing import Any, Callable
 
 import yaml
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, functions as F, types as T
+from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types as T
 
 from minihdfs.config import Config, ConfigError
-from .schema import CORRUPT, EVENT_SCHEMA, FINAL_STATE_SCHEMA, KNOWN_FIELDS
-from .session import get_spark
+from .schema import (BULK_EVENTS, CORRUPT, ENVELOPE, EVENT_SCHEMA, FIELDS,
+                     FINAL_STATE_SCHEMA, KNOWN_FIELDS, NARROW_SCHEMA)
+from .session import BIG_CACHE, get_spark, session_conf
 
 log = logging.getLogger(__name__)
 
 NAMENODE_HOLDER = "HDFS_NameNode"
+# libyaml's safe loader when PyYAML has it: a suite of thousands of runs reads as many
+# scenario files, ten times faster
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclasses.dataclass
@@ -50,14 +63,44 @@ class RunSet:
     """The loaded runs: cached event and final-state DataFrames plus per-run facts."""
 
     def __init__(self, spark: SparkSession, runs: dict[str, RunInfo], lines: DataFrame,
-                 final: DataFrame):
+                 final: DataFrame, rare_partitions: int = 4):
         self.spark = spark
         self.runs = runs
         self._cached: list[DataFrame] = []
         self._memo: dict[str, DataFrame] = {}
-        self.lines = self._keep(lines)
-        self.events = self.lines.filter(~F.col("bad_envelope")).drop("bad_envelope")
-        self.malformed = (self.lines.filter(F.col("malformed"))
+        self._memo_locks: dict[str, threading.RLock] = {}
+        self._lock = threading.Lock()
+        # Every line once, narrow (see the module docstring); `dense` marks the bulk
+        # events that the narrow columns hold entirely.
+        with session_conf(spark, BIG_CACHE):
+            self.lines = self._cache(lines)
+            self.lines.count()    # built now, at full parallelism (the rare table coalesces)
+        bulk = self.lines.filter("dense")
+        self.bulk = bulk.select(
+            "run_id", "log", "eid",
+            *[F.col(n) if n in bulk.columns else F.lit(None).cast(t).alias(n)
+              for n, t in ENVELOPE + FIELDS],
+            F.lit(False).alias("malformed"), "raw")
+        # Every other line, parsed in full: few, so a few partitions, each sorted by
+        # event so that a look-up of some events reads only the column batches that
+        # hold them (the cache keeps each batch's least and greatest value).
+        rare = (self.lines.filter(~F.col("dense")).coalesce(rare_partitions)
+                .select("run_id", "log", "eid", "raw",
+                        F.from_json("raw", EVENT_SCHEMA,
+                                    {"columnNameOfCorruptRecord": CORRUPT,
+                                     "mode": "PERMISSIVE"}).alias("j")))
+        bad_envelope = (F.col("j.ts").isNull() | F.col("j.node").isNull()
+                        | F.col("j.event").isNull())
+        malformed = F.col(f"j.{CORRUPT}").isNotNull() | bad_envelope
+        self.rare_lines = self._cache(rare.select(
+            "run_id", "log", "eid", *[F.col(f"j.{n}").alias(n) for n, _ in ENVELOPE + FIELDS],
+            F.coalesce(bad_envelope, F.lit(True)).alias("bad_envelope"),
+            F.coalesce(malformed, F.lit(True)).alias("malformed"), "raw")
+            .sortWithinPartitions("event"))
+        self.rare_lines.count()
+        self.rare = self.rare_lines.filter(~F.col("bad_envelope")).drop("bad_envelope")
+        self.events = self.bulk.unionByName(self.rare)
+        self.malformed = (self.rare_lines.filter(F.col("malformed"))
                           .select("run_id", "log", "seq", "raw"))
         self.final = self._keep(final)
         self.runs_df = spark.createDataFrame(
@@ -67,22 +110,42 @@ class RunSet:
 
     # -- caching -------------------------------------------------------------------
     def _keep(self, df: DataFrame) -> DataFrame:
-        """Cache `df` (memory, spilling to disk): it is computed once, on first use."""
+        """`df` computed now and kept (memory, spilling to disk) as a DataFrame without
+        lineage: plans built on it stay small, which keeps Spark's per-query analysis
+        cheap (with its lineage, every check would re-analyse the whole load). For the
+        small tables: rows kept this way take more memory than a columnar cache."""
+        df = df.localCheckpoint(eager=True)
+        self._cached.append(df)
+        return df
+
+    def _cache(self, df: DataFrame) -> DataFrame:
+        """`df` cached in compressed columns (memory, spilling to disk) on first use: for
+        the one big table, the lines."""
         df = df.persist(StorageLevel.MEMORY_AND_DISK)
         self._cached.append(df)
         return df
 
     def memo(self, key: str, build: Callable[[], DataFrame]) -> DataFrame:
-        """A derived DataFrame shared by several checks, computed once and cached."""
-        if key not in self._memo:
-            self._memo[key] = self._keep(build())
-        return self._memo[key]
+        """A derived DataFrame shared by several checks, computed once and kept. Checks
+        run in several threads: the first to ask for a table builds it, the others wait
+        for that one only."""
+        with self._lock:
+            lock = self._memo_locks.setdefault(key, threading.RLock())
+        with lock:
+            if key not in self._memo:
+                self._memo[key] = self._keep(build())
+            return self._memo[key]
 
     def close(self) -> None:
-        """Release every cached DataFrame of these runs."""
+        """Release every kept DataFrame of these runs (their blocks leave memory and disk
+        now, not whenever the JVM collects garbage)."""
         for df in self._cached:
             try:
-                df.unpersist()
+                plan = df._jdf.queryExecution().logical()
+                if plan.getClass().getSimpleName() == "LogicalRDD":   # a local checkpoint
+                    plan.rdd().unpersist(False)
+                else:
+                    df.unpersist()
             except Exception:
                 pass
         self._cached.clear()
@@ -144,14 +207,38 @@ class RunSet:
 
     # -- per-run facts ---------------------------------------------------------------
     @property
+    def event_stats(self) -> DataFrame:
+        """run_id, node, role, event, events, first_ts, last_ts, len_sum: per process and
+        event name, from the one pass over every event that the per-run facts need."""
+        return self.memo("event_stats", lambda: self.events
+                         .groupBy("run_id", "node", "role", "event")
+                         .agg(F.count(F.lit(1)).alias("events"), F.min("ts").alias("first_ts"),
+                              F.max("ts").alias("last_ts"), F.sum("len").alias("len_sum")))
+
+    @property
+    def node_facts(self) -> DataFrame:
+        """run_id, node, role, first_ts, last_ts, events: each process's log span (a row
+        per role it logged under)."""
+        return self.memo("node_facts", lambda: self.event_stats.groupBy("run_id", "node", "role")
+                         .agg(F.min("first_ts").alias("first_ts"),
+                              F.max("last_ts").alias("last_ts"),
+                              F.sum("events").alias("events")))
+
+    @property
     def bounds(self) -> DataFrame:
         """run_id, start_ts, end_ts: the first and last event of each run."""
-        return self.memo("bounds", lambda: self.events.groupBy("run_id")
-                         .agg(F.min("ts").alias("start_ts"), F.max("ts").alias("end_ts")))
+        return self.memo("bounds", lambda: self.node_facts.groupBy("run_id")
+                         .agg(F.min("first_ts").alias("start_ts"),
+                              F.max("last_ts").alias("end_ts")))
 
     def of(self, *names: str) -> DataFrame:
-        """The events with one of these names."""
-        return self.events.filter(F.col("event").isin(list(names)))
+        """The events with one of these names (the rare ones from their small table)."""
+        names = list(names)
+        rare = self.rare.filter(F.col("event").isin(names))
+        bulk = [n for n in names if n in BULK_EVENTS]
+        if not bulk:
+            return rare
+        return self.bulk.filter(F.col("event").isin(bulk)).unionByName(rare)
 
     def malformed_summary(self, sample: int = 5) -> dict[str, dict]:
         """{run_id: {"count": n, "sample": [{"log", "line"}]}} for runs with bad lines."""
@@ -175,10 +262,13 @@ class RunSet:
 
 
 def extra_fields(df: DataFrame) -> DataFrame:
-    """Adds `extra`: a map of the fields of each line that the event schema does not know."""
+    """Adds `extra`: a map of the fields of each line that the event schema does not know
+    (empty for a line kept without its text: it has none)."""
     known = F.array(*[F.lit(k) for k in sorted(KNOWN_FIELDS)])
     m = F.from_json("raw", T.MapType(T.StringType(), T.StringType()))
-    return df.withColumn("extra", F.map_filter(m, lambda k, v: ~F.array_contains(known, k)))
+    extra = F.map_filter(m, lambda k, v: ~F.array_contains(known, k))
+    return df.withColumn("extra", F.when(F.col("raw").isNull(), F.create_map()
+                                         .cast("map<string,string>")).otherwise(extra))
 
 
 CONF_SCHEMA = T.StructType([
@@ -214,7 +304,7 @@ def read_run_info(run_dir: str) -> RunInfo:
     if os.path.exists(sc_path):
         try:
             with open(sc_path, encoding="utf-8") as f:
-                scenario = yaml.safe_load(f) or {}
+                scenario = yaml.load(f, Loader=_YAML_LOADER) or {}
             if not isinstance(scenario, dict):
                 warnings.append("scenario.yaml is not a mapping; ignored")
                 scenario = {}
@@ -244,11 +334,11 @@ def read_run_info(run_dir: str) -> RunInfo:
 
 
 def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
-              keep_raw: bool = True) -> RunSet:
-    """Read the given run folders into one cached RunSet (lazy: Spark reads on first use).
+              keep_raw: bool = False) -> RunSet:
+    """Read the given run folders into one RunSet (Spark reads and parses them now).
 
-    `keep_raw` keeps every line's text in `raw` (for fields the schema does not know);
-    malformed lines keep theirs in any case.
+    `raw` holds the text of every line except the bulk events whose keys are all known
+    and set (those have no unknown field to keep); `keep_raw` keeps theirs too.
     """
     spark = spark or get_spark()
     infos: dict[str, RunInfo] = {}
@@ -265,32 +355,48 @@ def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
 
 
 def _path_part(col: str, index: int):
-    return F.url_decode(F.element_at(F.split(F.col(col), "/"), index))
+    """The `index`-th part (from the end) of a file URI: a folder or file name."""
+    part = F.substring_index(F.substring_index(F.col(col), "/", index), "/", 1)
+    # the URI escapes odd characters; most names have none, and decoding costs
+    return F.when(part.contains("%") | part.contains("+"), F.url_decode(part)).otherwise(part)
+
+
+def _dense(value: Column, parsed: str, fields: list[str]) -> Column:
+    """True when the line `value`, parsed into the struct column `parsed` with the narrow
+    schema, is a bulk event that those fields hold entirely: it parsed cleanly, has the
+    envelope, and has no other key. The last is proved by counting: every key of a JSON
+    object is followed by one colon, so a line has at least as many colons as keys, and
+    at least as many keys as non-null fields; equal counts leave no room for another key
+    (a colon in a string, a nested object, a null or a repeated key only make a line
+    count as not dense, and be parsed in full)."""
+    colons = F.size(F.split(value, ":", -1)) - 1
+    set_fields = sum((F.col(f"{parsed}.{n}").isNotNull().cast("int") for n in fields), F.lit(0))
+    return (F.col(f"{parsed}.event").isin(list(BULK_EVENTS))
+            & F.col(f"{parsed}.{CORRUPT}").isNull()
+            & F.col(f"{parsed}.ts").isNotNull() & F.col(f"{parsed}.node").isNotNull()
+            & (colons == set_fields))
 
 
 def _read_lines(spark: SparkSession, files: list[str], keep_raw: bool) -> DataFrame:
+    """run_id, log, eid, the envelope and narrow fields, dense, raw: every line once."""
     if files:
         text = spark.read.text(files).select(
             "value", F.col("_metadata.file_path").alias("file"))
     else:
         text = spark.createDataFrame([], "value string, file string")
+    fields = [f.name for f in NARROW_SCHEMA.fields if f.name != CORRUPT]
     parsed = text.select(
         _path_part("file", -3).alias("run_id"),
         F.regexp_replace(_path_part("file", -1), r"\.jsonl$", "").alias("log"),
-        F.from_json("value", EVENT_SCHEMA,
+        F.from_json("value", NARROW_SCHEMA,
                     {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"}).alias("j"),
         "value")
-    bad_envelope = (F.col("j.ts").isNull() | F.col("j.node").isNull()
-                    | F.col("j.event").isNull())
-    malformed = F.col(f"j.{CORRUPT}").isNotNull() | bad_envelope
-    fields = [f.name for f in EVENT_SCHEMA.fields if f.name != CORRUPT]
+    dense = F.coalesce(_dense(F.col("value"), "j", fields), F.lit(False))
     return parsed.select(
         "run_id", "log", F.monotonically_increasing_id().alias("eid"),
         *[F.col(f"j.{n}").alias(n) for n in fields],
-        F.coalesce(bad_envelope, F.lit(True)).alias("bad_envelope"),
-        F.coalesce(malformed, F.lit(True)).alias("malformed"),
-        (F.col("value") if keep_raw else
-         F.when(malformed, F.col("value"))).alias("raw"))
+        dense.alias("dense"),
+        (F.col("value") if keep_raw else F.when(~dense, F.col("value"))).alias("raw"))
 
 
 def _read_final(spark: SparkSession, run_dirs: list[str]) -> DataFrame:

@@ -43,7 +43,7 @@ def pipeline_latencies(runs: RunSet) -> DataFrame:
 
 def lease_latencies(runs: RunSet) -> DataFrame:
     """run_id, target, path, ts, latency: client crash to the close of each open file."""
-    clients = runs.events.filter(F.col("role") == "client").select(
+    clients = runs.node_facts.filter(F.col("role") == "client").select(
         "run_id", F.col("node").alias("target")).distinct()
     crashes = node_deaths(runs).filter(F.col("event") != "harness.node.stop") \
         .join(clients, ["run_id", "target"], "left_semi") \
@@ -88,26 +88,28 @@ def compute_metrics(runs: RunSet) -> dict[str, dict]:
     lat_rows = (lat.groupBy("run_id", "kind")
                 .agg(F.sort_array(F.collect_list(F.round("latency", 6))).alias("values"))
                 .collect())
-    ev = runs.events
-    counts = ev.groupBy("run_id").agg(
-        F.sum(F.when(F.col("event") == "client.pipeline.recovered", 1).otherwise(0)).alias("pipeline_recoveries"),
-        F.countDistinct(F.when(F.col("event") == "nn.recovery.start",
-                               F.struct("block", "recovery_id"))).alias("block_recoveries"),
-        F.sum(F.when((F.col("event") == "client.pipeline.replace") & (F.col("decision") == "added"), 1)
-              .otherwise(0)).alias("replacements"),
-        F.sum(F.when(F.col("event") == "client.write", F.col("len")).otherwise(0)).alias("bytes_written"),
-        F.min(F.when(F.col("event").isin("client.stream.open", "client.write"), F.col("ts"))).alias("w_start"),
-        F.max(F.when(F.col("event").isin("client.close", "client.write", "client.ack"), F.col("ts"))).alias("w_end"),
+    # per-event totals come from the one pass RunSet.event_stats already made
+    st = runs.event_stats
+    ev = F.col("event")
+    counts = st.groupBy("run_id").agg(
+        F.sum(F.when(ev == "client.pipeline.recovered", F.col("events"))).alias("pipeline_recoveries"),
+        F.sum(F.when(ev == "client.write", F.col("len_sum"))).alias("bytes_written"),
+        F.min(F.when(ev.isin("client.stream.open", "client.write"), F.col("first_ts"))).alias("w_start"),
+        F.max(F.when(ev.isin("client.close", "client.write", "client.ack"), F.col("last_ts"))).alias("w_end"),
     )
+    blocks = runs.of("nn.recovery.start").groupBy("run_id").agg(
+        F.countDistinct(F.struct("block", "recovery_id")).alias("block_recoveries"))
+    added = (runs.of("client.pipeline.replace").filter(F.col("decision") == "added")
+             .groupBy("run_id").agg(F.count(F.lit(1)).alias("replacements")))
     lr = (runs.of("nn.lease.recover").filter(F.col("result") != "error")
           .select("run_id", "path", "holder")
           .unionByName(runs.of("nn.lease.reassign").select("run_id", "path",
                                                           F.col("old_holder").alias("holder")))
           .filter(F.col("holder").isNotNull()).distinct()
           .groupBy("run_id").agg(F.count(F.lit(1)).alias("lease_recoveries")))
-    bad = runs.lines.filter("malformed").groupBy("run_id").agg(
-        F.count(F.lit(1)).alias("malformed_lines"))
-    rows = (runs.runs_df.join(counts, "run_id", "left").join(lr, "run_id", "left")
+    bad = runs.malformed.groupBy("run_id").agg(F.count(F.lit(1)).alias("malformed_lines"))
+    rows = (runs.runs_df.join(counts, "run_id", "left").join(blocks, "run_id", "left")
+            .join(added, "run_id", "left").join(lr, "run_id", "left")
             .join(bad, "run_id", "left").collect())
     out: dict[str, dict] = {}
     for r in rows:

@@ -65,6 +65,16 @@ FIELDS = [
 
 KNOWN_FIELDS = frozenset(name for name, _ in ENVELOPE + FIELDS)
 
+# The high-volume events (one each per packet a client writes) and the fields they
+# carry. Every line is first parsed with the narrow schema (the envelope and these
+# fields), which costs a third of the full one; only the other lines are parsed in full.
+BULK_EVENTS = ("client.write", "client.ack")
+NARROW_FIELDS = ("path", "block", "offset", "len", "crc", "seqno", "acked")
+NARROW_SCHEMA = T.StructType(
+    [T.StructField(n, t) for n, t in ENVELOPE]
+    + [T.StructField(n, t) for n, t in FIELDS if n in NARROW_FIELDS]
+    + [T.StructField(CORRUPT, T.StringType())])
+
 EVENT_SCHEMA = T.StructType(
     [T.StructField(n, t) for n, t in ENVELOPE + FIELDS]
     + [T.StructField(CORRUPT, T.StringType())])

@@ -9,6 +9,7 @@ the results folders must be on a file system every executor can read.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 import threading
@@ -43,6 +44,12 @@ def _builder(master: str):
          .config("spark.python.worker.reuse", "true")
          .config("spark.pyspark.python", sys.executable)
          .config("spark.pyspark.driver.python", sys.executable))
+    for item in filter(None, os.environ.get("HDFS_CHAOS_SPARK_CONF", "").split(";")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise RuntimeError(f"HDFS_CHAOS_SPARK_CONF: {item!r} is not KEY=VALUE "
+                               "(separate settings with ';')")
+        b = b.config(key.strip(), value.strip())
     if local:
         # Driver and executor are one JVM in local mode: its heap holds the cached events.
         b = (b.config("spark.driver.memory", memory)
@@ -78,6 +85,41 @@ def get_spark(master: str | None = None):
         _spark, _master = spark, wanted
         atexit.register(stop_spark)
         return spark
+
+
+@contextlib.contextmanager
+def session_conf(spark, settings: dict[str, str]):
+    """Runtime SQL settings for the duration of a block, restored after it."""
+    before = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+# The checks run a few hundred small queries over small tables (the protocol events; the
+# bulk writes and acks are read through summaries). For them Spark's code generation
+# costs more than it saves: compiling and JIT-warming generated classes took a third of
+# the CPU of a verification. Interpreted expressions cut the checks' CPU by a quarter
+# (benchmarks/bench_verifier.py).
+SMALL_QUERIES = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
+# The one big cached table (every line, narrow): uncompressed column batches of 100k
+# rows build in about two thirds of the time of compressed 10k ones, at the cost of
+# memory (it spills to disk when the heap is short).
+BIG_CACHE = {
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
+    "spark.sql.inMemoryColumnarStorage.batchSize": "100000",
+}
 
 
 def stop_spark() -> None:

@@ -190,3 +190,34 @@ def test_one_session_per_process(spark):
 
 def test_cases_are_all_built():
     assert "malformed" in CASES and "expect-ok" in CASES
+
+
+def test_session_conf_is_restored(spark):
+    from harness.reconcile.session import SMALL_QUERIES, session_conf
+    before = spark.conf.get("spark.sql.codegen.wholeStage")
+    with session_conf(spark, SMALL_QUERIES):
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == before
+    assert spark.conf.get("spark.sql.codegen.factoryMode", None) in (None, "FALLBACK")
+
+
+def test_verification_leaves_the_session_as_it_was(spark, case_runs):
+    from harness.reconcile.api import verify_loaded
+    from harness.reconcile.checks import prepare_bulk
+    before = spark.conf.get("spark.sql.codegen.wholeStage")
+    prepare_bulk(case_runs)          # idempotent: the tables are kept once built
+    verify_loaded(case_runs)
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == before
+
+
+def test_extra_spark_settings_from_the_environment(monkeypatch):
+    from harness.reconcile.session import _builder
+    monkeypatch.setenv("HDFS_CHAOS_SPARK_CONF",
+                       "spark.sql.shuffle.partitions=3; spark.sql.ansi.enabled=false")
+    opts = _builder("local[2]")._options
+    assert opts["spark.sql.shuffle.partitions"] == "3"
+    assert opts["spark.sql.ansi.enabled"] == "false"
+    monkeypatch.setenv("HDFS_CHAOS_SPARK_CONF", "spark.sql.shuffle.partitions")
+    with pytest.raises(RuntimeError, match="is not KEY=VALUE"):
+        _builder("local[2]")

@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from pyspark.sql import Window, functions as F
@@ -74,26 +76,54 @@ class CheckResult:
         return {"id": self.id, "status": self.status, "evidence": self.evidence}
 
 
+def prepare_bulk(runs: RunSet) -> None:
+    """Build the tables that the checks and metrics read from the bulk of the events
+    (writes and acks): the per-process event counts and spans, the acks' progress per
+    stream and block, the written ranges of every file. They are the few queries over
+    millions of rows; the checks then read only small tables. Two at a time."""
+    from .data import content_layout
+    from .pipeline import ack_progress
+    jobs = [lambda: runs.bounds, lambda: ack_progress(runs), lambda: content_layout(runs)]
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="bulk") as pool:
+        for f in [pool.submit(j) for j in jobs]:
+            f.result()
+
+
 def run_checks(runs: RunSet, ids: list[str] | None = None,
-               timings: dict[str, float] | None = None) -> dict[str, list[CheckResult]]:
+               timings: dict[str, float] | None = None,
+               threads: int | None = None) -> dict[str, list[CheckResult]]:
     """Every check (or those in `ids`) over every run: {run_id: [CheckResult...]} in
-    CHECKS order. Each check is one Spark job over all runs (one giant union of all
-    checks plans far slower under adaptive execution). A check that crashes is reported
-    as status `error` for every run, so one broken oracle cannot hide the others."""
+    CHECKS order.
+
+    Each check is one Spark job over all runs (one giant union of all checks plans far
+    slower under adaptive execution). The jobs are submitted from `threads` driver
+    threads at once (HDFS_CHAOS_CHECK_THREADS, default 2): much of a check's time is
+    spent planning it on the driver and in small stages that leave cores idle, which the
+    other thread's job then uses. A check that crashes is reported as status `error` for
+    every run, so one broken oracle cannot hide the others."""
     selected = [BY_ID[i] for i in (ids or CHECK_IDS)]
-    per_check: dict[str, dict[str, CheckResult]] = {}
-    for check in selected:
+    threads = threads or int(os.environ.get("HDFS_CHAOS_CHECK_THREADS", "2"))
+
+    def one(check: Check) -> tuple[dict[str, CheckResult], float]:
         t0 = time.perf_counter()
         try:
-            per_check[check.id] = _results_from_rows(check.id, _result_rows(runs, check).collect())
+            res = _results_from_rows(check.id, _result_rows(runs, check).collect())
         except Exception as exc:  # a broken oracle must not hide the others
             msg = f"check crashed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
             log.error("check %s crashed: %s", check.id, msg)
             tb = traceback.format_exc().splitlines()[-3:]
-            per_check[check.id] = {rid: CheckResult(check.id, "error", [{"why": msg, "trace": tb}])
-                                   for rid in runs.runs}
-        if timings is not None:
-            timings[check.id] = time.perf_counter() - t0
+            res = {rid: CheckResult(check.id, "error", [{"why": msg, "trace": tb}])
+                   for rid in runs.runs}
+        return res, time.perf_counter() - t0
+
+    if threads > 1 and len(selected) > 1:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="check") as pool:
+            done = list(pool.map(one, selected))
+    else:
+        done = [one(c) for c in selected]
+    per_check = {c.id: res for c, (res, _) in zip(selected, done)}
+    if timings is not None:
+        timings.update({c.id: took for c, (_, took) in zip(selected, done)})
     out: dict[str, list[CheckResult]] = {}
     for rid in runs.runs:
         out[rid] = [per_check[c.id].get(rid) or CheckResult(c.id, "skip", []) for c in selected]

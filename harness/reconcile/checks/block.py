@@ -17,7 +17,8 @@ def check_b1(runs: RunSet) -> Outcome:
     locations (the NameNode's pipelines and reported replicas) and its own list."""
     st = base(runs.of("nn.recovery.start"), "path", "block", "gs", "recovery_id", "primary",
               "pipeline").filter(F.col("block").isNotNull())
-    g = (runs.events.filter(F.col("block").isNotNull()
+    # the GS fields are all in protocol events: the bulk writes and acks carry none
+    g = (runs.rare.filter(F.col("block").isNotNull()
                             & (F.col("gs").isNotNull() | F.col("old_gs").isNotNull()
                                | F.col("recovery_id").isNotNull()))
          .select(F.col("run_id").alias("_r"), F.col("block").alias("_b"), F.col("ts").alias("_t"),

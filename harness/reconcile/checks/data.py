@@ -52,21 +52,16 @@ def check_d1(runs: RunSet) -> Outcome:
                                            "read_len"))
 
 
-_RANGE = T.ArrayType(T.StructType([T.StructField("offset", T.LongType()),
-                                   T.StructField("len", T.LongType()),
-                                   T.StructField("crc", T.LongType())]))
-
-
-def _combine_ranges(ranges):
-    """CRC-32 of whole ranges laid end to end (sorted by offset)."""
+def _combine_ranges(lens, crcs):
+    """CRC-32 of whole ranges laid end to end, given their lengths and CRCs in file order."""
     from harness.reconcile.crc import crc32_of_ranges
-    if ranges is None:
+    if lens is None or crcs is None:
         return None
-    parts = sorted(((r["offset"], r["len"], r["crc"]) for r in ranges), key=lambda p: p[0])
-    return crc32_of_ranges((length, crc) for _, length, crc in parts)
+    return crc32_of_ranges(zip(lens, crcs))
 
 
-_combine_udf = F.udf(_combine_ranges, T.LongType())
+# Arrow hands each file's two arrays to Python as plain lists (no row objects).
+_combine_udf = F.udf(_combine_ranges, T.LongType(), useArrow=True)
 
 
 def content_layout(runs: RunSet) -> DataFrame:
@@ -87,8 +82,11 @@ def content_layout(runs: RunSet) -> DataFrame:
                   .select("*", F.lit(0).cast("long").alias("len"), F.lit(0).cast("long").alias("crc")))
         w_all = writes.unionByName(resets).join(rb.select("run_id", "path", "read_len"),
                                                 ["run_id", "path"])
-        w = Window.partitionBy("run_id", "path").orderBy("ts", "eid") \
-            .rowsBetween(1, Window.unboundedFollowing)
+        # the least offset of every later row, as a running minimum in reverse time order
+        # (Spark recomputes a frame that ends at UNBOUNDED FOLLOWING for every row,
+        # quadratic in the writes of a file; one that starts at UNBOUNDED PRECEDING grows)
+        w = Window.partitionBy("run_id", "path").orderBy(F.desc("ts"), F.desc("eid")) \
+            .rowsBetween(Window.unboundedPreceding, -1)
         big = F.lit(1 << 62).cast("long")
         eff = (w_all.withColumn("later_min", F.min("offset").over(w))
                .withColumn("eff_end", F.least(F.col("offset") + F.col("len"),
@@ -101,15 +99,20 @@ def content_layout(runs: RunSet) -> DataFrame:
             F.min(F.when(F.col("offset") != F.col("prev_end"), F.col("prev_end"))).alias("gap_at"),
             F.max("eff_end").alias("covered"),
             F.max(F.col("partial").cast("int")).alias("partial"),
-            F.collect_list(F.struct("offset", "len", "crc")).alias("ranges"))
+            # in file order: the kept ranges have distinct offsets
+            F.array_sort(F.collect_list(F.struct("offset", "len", "crc"))).alias("ranges"))
         files = runs.fs_files.select("run_id", "path", F.col("len").alias("final_len"), "closed")
         j = rb.join(per, ["run_id", "path"], "left").join(files, ["run_id", "path"], "left")
         verifiable = (F.coalesce(F.col("partial"), F.lit(0)) == 0) & F.col("gap_at").isNull() \
             & (F.coalesce(F.col("covered"), F.lit(0)) == F.col("read_len"))
         j = j.withColumn("verifiable", verifiable)
+        # the UDF runs on every row whatever the condition: give it only what it combines
+        todo = F.col("verifiable") & (F.col("read_len") != 0)
+        combined = _combine_udf(F.when(todo, F.transform("ranges", lambda r: r["len"])),
+                                F.when(todo, F.transform("ranges", lambda r: r["crc"])))
         return j.withColumn("expected_crc", F.when(
             F.col("verifiable"),
-            F.when(F.col("read_len") == 0, F.lit(0).cast("long")).otherwise(_combine_udf("ranges")))
+            F.when(F.col("read_len") == 0, F.lit(0).cast("long")).otherwise(combined))
         ).drop("ranges")
     return runs.memo("content_layout", build)
 

@@ -249,7 +249,7 @@ def check_l6(runs: RunSet) -> Outcome:
     killed = (s.join(deaths, (s["run_id"] == deaths["_r"]) & (s["node"] == deaths["_n"])
                      & (deaths["_t"] > s["s_open"]))
               .groupBy("run_id", "node", "path", "s_open").agg(F.min("_t").alias("s_kill")))
-    last = runs.events.groupBy("run_id", "node").agg(F.max("ts").alias("n_last"))
+    last = runs.node_facts.groupBy("run_id", "node").agg(F.max("last_ts").alias("n_last"))
     s = (s.join(killed, ["run_id", "node", "path", "s_open"], "left")
          .join(last, ["run_id", "node"], "left"))
     big = F.lit(float("inf"))

@@ -30,6 +30,19 @@ def _pipeline_errors(runs: RunSet) -> DataFrame:
     return runs.memo("pipeline_errors", build)
 
 
+def ack_progress(runs: RunSet) -> DataFrame:
+    """run_id, node, path, s_open, block, last_ts, max_acked: how far the acks of each
+    block of each output stream got. One pass over the acks (the bulk of a client's log),
+    made once for all the checks."""
+    def build():
+        acks = assign_stream(runs.of("client.ack").select("run_id", "node", "path", "ts",
+                                                           "block", "acked"),
+                             client_streams(runs))
+        return acks.groupBy("run_id", "node", "path", "s_open", "block").agg(
+            F.max("ts").alias("last_ts"), F.max("acked").alias("max_acked"))
+    return runs.memo("ack_progress", build)
+
+
 def check_p1(runs: RunSet) -> Outcome:
     """Rebuild: an error on a stream that went on (acked more, hflushed, closed) is
     followed by client.pipeline.recovered for the block, with a greater GS and without
@@ -44,10 +57,7 @@ def check_p1(runs: RunSet) -> Outcome:
         # on acks that came before the error has not gone on
         .select("run_id", "node", "path", "ts",
                 F.when(F.col("event") == "client.hflush", F.col("offset")).alias("h_off")), st)
-    acks = (assign_stream(runs.of("client.ack").select("run_id", "node", "path", "ts", "block",
-                                                       "acked"), st)
-            .groupBy(*keys, "block").agg(F.max("ts").alias("last_ts"),
-                                          F.max("acked").alias("max_acked")))
+    acks = ack_progress(runs)
     e = errs.select("eid", *keys, "ts", "block", "acked", "offset")
     l1 = went_on_ctl.select(*[F.col(k).alias("_" + k) for k in keys], F.col("ts").alias("_t"),
                             F.col("h_off").alias("_off"))
