@@ -107,10 +107,12 @@ def session_conf(spark, settings: dict[str, str]):
 # bulk writes and acks are read through summaries). For them Spark's code generation
 # costs more than it saves: compiling and JIT-warming generated classes took a third of
 # the CPU of a verification. Interpreted expressions cut the checks' CPU by a quarter
-# (benchmarks/bench_verifier.py).
+# (benchmarks/bench_verifier.py); two shuffle partitions instead of four saved a little
+# more (the checks run two at a time, which keeps both cores busy).
 SMALL_QUERIES = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.shuffle.partitions": "2",
 }
 
 # The one big cached table (every line, narrow): uncompressed column batches of 100k
