@@ -77,7 +77,11 @@ def pandas_l1_b2(run_dirs: list[str]) -> dict:
                         rec["run_id"] = rid
                         sync_rows.append(rec)
     t1 = time.perf_counter()
+    # every field the algorithms read, present even when no event carried it
     lease = pd.DataFrame(lease_rows)
+    for c in ("path", "holder", "old_holder"):
+        if c not in lease.columns:
+            lease[c] = None
     l1 = _pandas_l1(lease)
     t2 = time.perf_counter()
     b2 = _pandas_b2(pd.DataFrame(sync_rows))
@@ -98,7 +102,7 @@ def _pandas_l1(lease):
     t = pd.concat([add, rem, rea_end, rea_start])[["run_id", "path", "holder", "ts", "seq", "sub",
                                                    "start"]]
     t = t.sort_values(["run_id", "path", "holder", "ts", "seq", "sub"])
-    prev = t.groupby(["run_id", "path", "holder"])["start"].shift(1).fillna(False).astype(bool)
+    prev = t.groupby(["run_id", "path", "holder"])["start"].shift(1, fill_value=False).astype(bool)
     t["delta"] = 0
     t.loc[t.start & ~prev, "delta"] = 1
     t.loc[~t.start & prev, "delta"] = -1
