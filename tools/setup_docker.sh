@@ -65,7 +65,15 @@ if ! engine_answers; then
         say "starting dockerd in the background (log: $LOG)"
         mkdir -p "$(dirname "$LOG")"
         # setsid + nohup: the engine outlives this script and the shell that ran it.
-        setsid nohup dockerd >>"$LOG" 2>&1 </dev/null &
+        # It must not keep the caller's other descriptors (a CI runner's pipe or lock
+        # would stay open as long as the engine runs): close every fd above 2 first.
+        (
+            for fd in /proc/$BASHPID/fd/*; do
+                fd=${fd##*/}
+                [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null
+            done
+            exec setsid nohup dockerd >>"$LOG" 2>&1 </dev/null
+        ) &
         started_pid=$!
     fi
     waited=0

@@ -93,6 +93,28 @@ def test_root_installs_what_is_missing_and_starts_dockerd(tmp_path):
     assert "fake dockerd" in (tmp_path / "log" / "dockerd.log").read_text()
 
 
+def test_dockerd_keeps_none_of_the_callers_descriptors(tmp_path):
+    # A CI runner's pipe or lock held open by the engine would outlive the job.
+    dockerd = ('for f in /proc/$$/fd/*; do echo "${f##*/}"; done > "$STATE/dockerd.fds"\n'
+               + FAKE_DOCKERD)
+    bin_dir = _fake_path(tmp_path, {"id": "echo 0", "docker": FAKE_DOCKER, "pgrep": "exit 1",
+                                    "apt-get": "exit 1", "dockerd": dockerd,
+                                    "mmdebstrap": "echo 'mmdebstrap 1.3.5'"})
+    held = os.open(tmp_path / "held.lock", os.O_CREAT | os.O_RDWR)
+    try:
+        env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "STATE": str(tmp_path),
+               "HDFS_CHAOS_DOCKERD_LOG": str(tmp_path / "log" / "dockerd.log"),
+               "HDFS_CHAOS_DOCKERD_TIMEOUT": "10"}
+        result = subprocess.run([shutil.which("bash"), str(SCRIPT)], env=env,
+                                capture_output=True, text=True, timeout=60, pass_fds=(held,))
+    finally:
+        os.close(held)
+    assert result.returncode == 0, result.stdout + result.stderr
+    fds = (tmp_path / "dockerd.fds").read_text().split()
+    assert {"0", "1", "2"} <= set(fds)
+    assert str(held) not in fds
+
+
 def test_root_with_a_dockerd_that_dies_says_so_at_once(tmp_path):
     bin_dir = _fake_path(tmp_path, {"id": "echo 0", "docker": "exit 1", "pgrep": "exit 1",
                                     "apt-get": "exit 1",
