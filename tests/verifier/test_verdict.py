@@ -221,3 +221,18 @@ def test_extra_spark_settings_from_the_environment(monkeypatch):
     monkeypatch.setenv("HDFS_CHAOS_SPARK_CONF", "spark.sql.shuffle.partitions")
     with pytest.raises(RuntimeError, match="is not KEY=VALUE"):
         _builder("local[2]")
+
+
+def test_a_bulk_table_that_cannot_be_built_fails_only_its_checks(case_runs, monkeypatch):
+    from harness.reconcile.api import verify_loaded
+    from harness.reconcile.checks import data
+
+    def broken(runs):
+        raise RuntimeError("no layout today")
+    monkeypatch.setattr(data, "content_layout", broken)
+    verdicts = verify_loaded(case_runs)
+    assert len(verdicts) == len(case_runs.runs)
+    for v in verdicts:
+        status = {c["id"]: c["status"] for c in v["checks"]}
+        assert status["D2"] == "error"
+        assert status["L1"] != "error" and status["P1"] != "error"

@@ -80,13 +80,21 @@ def prepare_bulk(runs: RunSet) -> None:
     """Build the tables that the checks and metrics read from the bulk of the events
     (writes and acks): the per-process event counts and spans, the acks' progress per
     stream and block, the written ranges of every file. They are the few queries over
-    millions of rows; the checks then read only small tables. Two at a time."""
-    from .data import content_layout
-    from .pipeline import ack_progress
-    jobs = [lambda: runs.bounds, lambda: ack_progress(runs), lambda: content_layout(runs)]
+    millions of rows; the checks then read only small tables. Two at a time.
+
+    A table that cannot be built is left for the checks that need it: each of them then
+    fails on its own as status `error`, and the other checks still run."""
+    from . import data, pipeline
+    jobs = {"bounds": lambda: runs.bounds, "ack_progress": lambda: pipeline.ack_progress(runs),
+            "content_layout": lambda: data.content_layout(runs)}
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="bulk") as pool:
-        for f in [pool.submit(j) for j in jobs]:
-            f.result()
+        pending = {name: pool.submit(job) for name, job in jobs.items()}
+        for name, f in pending.items():
+            try:
+                f.result()
+            except Exception as exc:
+                log.warning("building %s failed (%s: %s); the checks that need it will "
+                            "say so", name, type(exc).__name__, str(exc).splitlines()[0][:200])
 
 
 def run_checks(runs: RunSet, ids: list[str] | None = None,
