@@ -70,7 +70,7 @@ if ! engine_answers; then
         (
             for fd in /proc/$BASHPID/fd/*; do
                 fd=${fd##*/}
-                [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null
+                if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
             done
             exec setsid nohup dockerd >>"$LOG" 2>&1 </dev/null
         ) &

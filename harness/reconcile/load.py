@@ -11,7 +11,7 @@ sound envelope still takes part in the checks with that field null. Fields the s
 does not know ride along in `raw` (the line itself) and `extra_fields()` maps them.
 
 Speed: nearly all lines of a large run are writes and acks (schema.BULK_EVENTS), and
-parsing every line with the full schema of some 70 fields costs three times a parse with
+parsing every line with the full schema of some 70 fields costs about twice a parse with
 the envelope and the few fields those events carry. So every line is parsed once with
 that narrow schema; a bulk event whose keys are provably all among the narrow fields
 (see `_dense`) is kept in that form and nothing is lost; every other line (the protocol
@@ -119,8 +119,8 @@ class RunSet:
         return df
 
     def _cache(self, df: DataFrame) -> DataFrame:
-        """`df` cached in compressed columns (memory, spilling to disk) on first use: for
-        the one big table, the lines."""
+        """`df` cached in columns (memory, spilling to disk) on first use: for the big
+        tables, the lines and the rare events."""
         df = df.persist(StorageLevel.MEMORY_AND_DISK)
         self._cached.append(df)
         return df

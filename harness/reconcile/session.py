@@ -105,8 +105,9 @@ def session_conf(spark, settings: dict[str, str]):
 
 # The checks run a few hundred small queries over small tables (the protocol events; the
 # bulk writes and acks are read through summaries). For them Spark's code generation
-# costs more than it saves: compiling and JIT-warming generated classes took a third of
-# the CPU of a verification. Interpreted expressions cut the checks' CPU by a quarter
+# costs more than it saves: a JFR profile put 15% of the sampled Java time in code
+# generation and class loading, with the JIT compiler thread busy besides. Interpreted
+# expressions cut the checks' CPU by a fifth to a quarter at 1M events
 # (benchmarks/bench_verifier.py); two shuffle partitions instead of four saved a little
 # more (the checks run two at a time, which keeps both cores busy).
 SMALL_QUERIES = {
@@ -116,7 +117,7 @@ SMALL_QUERIES = {
 }
 
 # The one big cached table (every line, narrow): uncompressed column batches of 100k
-# rows build in about two thirds of the time of compressed 10k ones, at the cost of
+# rows build in about three quarters of the time of compressed 10k ones, at the cost of
 # memory (it spills to disk when the heap is short).
 BIG_CACHE = {
     "spark.sql.inMemoryColumnarStorage.compressed": "false",

@@ -38,12 +38,13 @@ def _fake_path(tmp_path: Path, fakes: dict[str, str]) -> Path:
     return bin_dir
 
 
-def _run(bin_dir: Path, tmp_path: Path, timeout_s: int = 10) -> subprocess.CompletedProcess:
+def _run(bin_dir: Path, tmp_path: Path, timeout_s: int = 10,
+         pass_fds: tuple[int, ...] = ()) -> subprocess.CompletedProcess:
     env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "STATE": str(tmp_path),
            "HDFS_CHAOS_DOCKERD_LOG": str(tmp_path / "log" / "dockerd.log"),
            "HDFS_CHAOS_DOCKERD_TIMEOUT": str(timeout_s)}
     return subprocess.run([shutil.which("bash"), str(SCRIPT)], env=env, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, pass_fds=pass_fds)
 
 
 # A docker client that answers once the stand-in dockerd has "started".
@@ -102,11 +103,7 @@ def test_dockerd_keeps_none_of_the_callers_descriptors(tmp_path):
                                     "mmdebstrap": "echo 'mmdebstrap 1.3.5'"})
     held = os.open(tmp_path / "held.lock", os.O_CREAT | os.O_RDWR)
     try:
-        env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "STATE": str(tmp_path),
-               "HDFS_CHAOS_DOCKERD_LOG": str(tmp_path / "log" / "dockerd.log"),
-               "HDFS_CHAOS_DOCKERD_TIMEOUT": "10"}
-        result = subprocess.run([shutil.which("bash"), str(SCRIPT)], env=env,
-                                capture_output=True, text=True, timeout=60, pass_fds=(held,))
+        result = _run(bin_dir, tmp_path, pass_fds=(held,))
     finally:
         os.close(held)
     assert result.returncode == 0, result.stdout + result.stderr
