@@ -107,6 +107,23 @@ def _(rid):
     return r.edit("client.pipeline.recovered", {}, pipeline=["dn1", "dn3"])
 
 
+@case("P2-closing-not-added", ("P2", "pass"))
+def _(rid):
+    """DEFAULT, r=3, n=2, hflushed, but the pipeline is closing: Hadoop adds no node then."""
+    r = pipeline_recovery(rid).edit("client.pipeline.replace", {}, decision="not_needed",
+                                    new_node=None, stage="PIPELINE_CLOSE_RECOVERY",
+                                    reason="pipeline closing")
+    return r.edit("client.pipeline.recovered", {}, pipeline=["dn1", "dn3"])
+
+
+@case("P2-streaming-not-added", ("P2", "fail"))
+def _(rid):
+    """The same decision while streaming is a violation: only closing exempts it."""
+    r = pipeline_recovery(rid).edit("client.pipeline.replace", {}, decision="not_needed",
+                                    new_node=None, stage="PIPELINE_SETUP_STREAMING_RECOVERY")
+    return r.edit("client.pipeline.recovered", {}, pipeline=["dn1", "dn3"])
+
+
 # -- P3 no acked byte lost ----------------------------------------------------------------------
 
 @case("P3-short-replica", ("P3", "fail"))

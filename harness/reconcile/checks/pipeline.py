@@ -90,6 +90,9 @@ def check_p1(runs: RunSet) -> Outcome:
         F.col("r_pipeline").alias("recovered_pipeline")))
 
 
+CLOSING_STAGES = ("PIPELINE_CLOSE", "PIPELINE_CLOSE_RECOVERY")
+
+
 def replace_needed(policy, replication, remaining, hflushed, enable):
     """The replace-datanode-on-failure policy (ReplaceDatanodeOnFailure) as a Column:
     DEFAULT: r >= 3 and (r/2 >= n or (r > n and hflushed/appended)); ALWAYS: r > n;
@@ -104,10 +107,13 @@ def replace_needed(policy, replication, remaining, hflushed, enable):
 
 def check_p2(runs: RunSet) -> Outcome:
     """Policy: each client.pipeline.replace decision is what the policy gives for its own
-    inputs, best-effort is honoured, and `added` leads to a pipeline with the new node."""
+    inputs, best-effort is honoured, and `added` leads to a pipeline with the new node.
+    A pipeline that is closing (stage PIPELINE_CLOSE or PIPELINE_CLOSE_RECOVERY) gets no
+    new node even where the policy asks for one: Hadoop's addDatanode2ExistingPipeline
+    returns at once then and leaves the re-replication to the NameNode."""
     rep = with_conf(runs, base(runs.of("client.pipeline.replace"), "path", "block", "policy",
                                "replication", "remaining", "hflushed", "decision",
-                               "new_node"))
+                               "new_node", "stage"))
     policy = F.upper(F.coalesce(F.col("policy"), F.col("conf_policy")))
     need = replace_needed(policy, F.col("replication"), F.col("remaining"), F.col("hflushed"),
                           F.col("replace_enable"))
@@ -119,7 +125,9 @@ def check_p2(runs: RunSet) -> Outcome:
     tried = d.isin("added", "failed", "failed_best_effort")
     why = (F.when(F.col("need").isNull(),
                   "cannot apply the policy: policy, replication or remaining missing")
-           .when(F.col("need") & ~tried,
+           .when(F.col("need") & ~tried
+                 & ~(F.coalesce(F.col("stage").isin(*CLOSING_STAGES), F.lit(False))
+                     & (d == "not_needed")),
                  F.format_string("policy %s with replication %d, %d remaining, hflushed=%s "
                                  "requires a replacement, decision was %s", policy,
                                  F.col("replication"), F.col("remaining"),
@@ -141,7 +149,8 @@ def check_p2(runs: RunSet) -> Outcome:
     bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
     return Outcome(runs_of(rep), violation(
         bad, F.col("why"), "path", "block", F.col("policy"), "replication", "remaining",
-        "hflushed", "decision", "new_node", F.col("need").alias("replacement_required"),
+        "hflushed", "decision", "new_node", "stage",
+        F.col("need").alias("replacement_required"),
         F.col("n_pipeline").alias("next_pipeline")))
 
 
