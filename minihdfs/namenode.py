@@ -503,8 +503,7 @@ class NameNode:
         with self.lock:
             inode = self.files.get(path)
             if inode is not None and not inode.under_construction and last is not None \
-                    and inode.blocks and inode.blocks[-1] == int(last["block"]) \
-                    and self.blocks[inode.blocks[-1]].num_bytes == int(last["len"]):
+                    and inode.blocks and self._is_complete_retry(inode, last):
                 # HDFS-3031: a retried complete of an already closed file succeeds
                 self.emit("nn.file.complete", path=path, holder=holder, ok=True, retry=True)
                 return True
@@ -518,6 +517,16 @@ class NameNode:
             if ok:
                 self._finalize_file(inode, "complete")
             return ok
+
+    def _is_complete_retry(self, inode, last: dict) -> bool:
+        """Is this complete() of a closed file a retry of one that went through? Only if
+        the client's last block is the file's last block with the same GS and length
+        (completeFileInternal's Block.matchingIdAndGenStamp): after a block recovery the
+        GS is bumped, so a writer whose lease was recovered is refused, not told its
+        write succeeded."""
+        info = self.blocks[inode.blocks[-1]]
+        return (info.id == int(last["block"]) and info.gs == int(last.get("gs", -1))
+                and info.num_bytes == int(last["len"]))
 
     def rpc_renewLease(self, holder: str) -> bool:
         with self.lock:

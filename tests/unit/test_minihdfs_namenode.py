@@ -194,6 +194,9 @@ def test_retried_complete_on_a_closed_file_succeeds_hdfs_3031(nn):
     # a complete naming another last block is not a retry: the file is not open
     with pytest.raises(LeaseExpiredException):
         nn.rpc_complete("/f", "c1", last=dict(last, len=778))
+    # nor one with an older GS: block recovery bumped it while the writer was away
+    with pytest.raises(LeaseExpiredException):
+        nn.rpc_complete("/f", "c1", last=dict(last, gs=last["gs"] - 1))
 
 
 def test_complete_of_an_empty_file_closes_it(nn):
