@@ -334,6 +334,16 @@ class DFSOutputStream:
             while self.acked_file_offset < target and self.error is None:
                 self.lock.wait(1.0)
         self._check()
+        if self.streamer.persist_blocks:
+            # Hadoop's flushOrSync: a pipeline was set up since the last flush (a new block
+            # or a recovery), so the block list is persisted on the NameNode with fsync,
+            # which checks the lease. A writer whose lease was recovered while it was away
+            # learns it here, and its hflush fails instead of claiming bytes that are no
+            # longer part of the file.
+            self.streamer.persist_blocks = False
+            block = self.streamer.block
+            self.client.nn_call("fsync", path=self.path, holder=self.client.holder,
+                                last_block_len=self.streamer.bytes_sent if block else -1)
         self.emit("client.hflush", path=self.path, offset=target)
         return target
 
@@ -419,6 +429,7 @@ class DataStreamer(threading.Thread):
         self.bytes_acked = 0                     # of the current block
         self.bytes_sent = 0
         self.hflushed = False
+        self.persist_blocks = False              # a pipeline was set up since the last hflush
         self.is_append = False
         self.failed: list[str] = []              # nodes dropped from this block's pipeline
         self.recovery_count = 0
@@ -599,6 +610,7 @@ class DataStreamer(threading.Thread):
         self._close_pipeline()
         self.has_error = False
         self.bad_index = -1
+        self.persist_blocks = True               # fsync on the next hflush, as Hadoop does
         b = self.block
         ext = read_timeout_extension(self.client.socket_timeout)
         try:
@@ -754,12 +766,13 @@ class DataStreamer(threading.Thread):
         hflushed = self.hflushed or self.is_append
         wanted = replace_datanode_policy(self.policy, r, n, hflushed)
         base = {"path": self.s.path, "block": self.block["block"], "policy": self.policy,
-                "replication": r, "remaining": n, "hflushed": hflushed}
+                "replication": r, "remaining": n, "hflushed": hflushed, "stage": stage}
         if not wanted or self.replace_disabled:
             self.emit("client.pipeline.replace", decision="not_needed", new_node=None, **base)
             return
         if stage == STAGE_CLOSE_RECOVERY:
-            # the block is being closed: Hadoop adds no node then
+            # the block is being closed: Hadoop's addDatanode2ExistingPipeline returns
+            # without adding a node and leaves re-replication to the NameNode
             self.emit("client.pipeline.replace", decision="not_needed", new_node=None,
                       reason="pipeline closing", **base)
             return

@@ -9,7 +9,8 @@ import os
 import pytest
 
 from minihdfs import state
-from minihdfs.rpc import AlreadyBeingCreatedException, RecoveryInProgressException
+from minihdfs.rpc import (AlreadyBeingCreatedException, LeaseExpiredException,
+                         RecoveryInProgressException)
 from tests.support import all_events, events, start_client, wait_for
 
 pytestmark = pytest.mark.integration
@@ -495,3 +496,45 @@ def test_block_allocated_but_never_written_is_removed_by_recovery(make_cluster):
     report = fsck(cluster, "/e")
     assert report["closed"] and report["len"] == 100 * KiB
     assert lb["block"] not in [b["block"] for b in report["blocks"]]
+
+
+def test_zombie_hflush_into_a_block_removed_by_recovery_fails(make_cluster):
+    """A writer frozen between addBlock and the pipeline setup of its second block comes
+    back after lease recovery removed that block (no DataNode had it) and closed the file.
+    The DataNodes accept its pipeline, so the packets are acked, but the first hflush of a
+    new pipeline persists the block list with fsync (Hadoop's flushOrSync), which checks
+    the lease: the hflush must fail, not report bytes the file no longer has."""
+    cluster = make_cluster(config={"lease.hard-limit": "60s"})
+    writer = cluster.client("c1", os.path.join(cluster.events_dir, "c1.jsonl"))
+    other = cluster.client("c2")
+    recovered = []
+    try:
+        s = writer.create("/z")
+        setup = s.streamer.create_block_output_stream
+
+        def frozen_before_second_pipeline(nodes, gs, stage):
+            if s.streamer.last_block is not None and not recovered:
+                # "frozen": the NameNode recovers the lease meanwhile
+                wait_for(lambda: other.recover_lease("/z"), 60, interval=0.5,
+                         what="recoverLease true")
+                recovered.append(s.streamer.block["block"])
+            return setup(nodes, gs, stage)
+
+        s.streamer.create_block_output_stream = frozen_before_second_pipeline
+        s.write(os.urandom(MiB))
+        s.hflush()
+        s.write(os.urandom(64 * KiB))
+        with pytest.raises(LeaseExpiredException):
+            s.hflush()
+        s.abort()
+    finally:
+        other.close()
+        writer.close()
+    assert recovered
+    hflushes = events(cluster, "c1", "client.hflush", path="/z")
+    assert [e["offset"] for e in hflushes] == [MiB]
+    rejects = [e for e in all_events(cluster, "nn.rpc.reject") if e["op"] == "fsync"]
+    assert rejects and rejects[0]["holder"] == writer.holder
+    report = fsck(cluster, "/z")
+    assert report["closed"] and report["len"] == MiB
+    assert recovered[0] not in [b["block"] for b in report["blocks"]]
