@@ -55,6 +55,8 @@ CLIENT = {
     "client.stream.error",     # {path, error}: the stream failed for good
     "client.read",             # {path, offset, len, crc}
     "client.checksum.error",   # {path, block, dn, offset}
+    # fields added to contract events: client.pipeline.replace also carries `stage` (the
+    # recovery stage it was decided in; a closing pipeline adds no node) and `reason`
 }
 
 HARNESS = {
