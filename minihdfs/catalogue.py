@@ -20,6 +20,7 @@ NAMENODE = {
     "nn.file.delete",          # {path}
     "nn.file.rename",          # {path, dst}
     "nn.file.truncate",        # {path, len, ok}
+    "nn.file.fsync",           # {path, holder, block, len}: the last block's length as kept
     "nn.block.abandon",        # {path, block, gs}
     "nn.replica.corrupt",      # {dn, block, gs, reason}
     "nn.dn.alive",             # {dn}: a stale or dead node heard from again

@@ -491,11 +491,13 @@ class NameNode:
         path = normalize(path)
         with self.lock:
             inode = self.check_lease("fsync", path, holder)
-            if last_block_len >= 0 and inode.blocks:
-                info = self.blocks[inode.blocks[-1]]
-                if info.state == UNDER_CONSTRUCTION and last_block_len > info.num_bytes:
-                    info.num_bytes = int(last_block_len)
-                    self._log_file("OP_UPDATE_BLOCKS", inode)
+            info = self.blocks[inode.blocks[-1]] if inode.blocks else None
+            if info is not None and info.state == UNDER_CONSTRUCTION \
+                    and last_block_len > info.num_bytes:
+                info.num_bytes = int(last_block_len)
+                self._log_file("OP_UPDATE_BLOCKS", inode)
+            self.emit("nn.file.fsync", path=path, holder=holder,
+                      block=info.id if info else None, len=info.num_bytes if info else None)
             return True
 
     def rpc_complete(self, path: str, holder: str, last: dict | None = None) -> bool:

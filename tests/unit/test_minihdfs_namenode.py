@@ -266,6 +266,17 @@ def test_check_lease_rejects_another_holder(nn):
     assert nn.rpc_fsync("/f", "c1") is True
 
 
+def test_fsync_keeps_the_last_block_length_and_logs_it(nn):
+    nn.rpc_create("/f", "c1")
+    lb = nn.rpc_addBlock("/f", "c1")
+    assert nn.rpc_fsync("/f", "c1", last_block_len=4096) is True
+    assert nn.blocks[lb["block"]].num_bytes == 4096
+    assert nn.rpc_fsync("/f", "c1", last_block_len=100) is True    # never shrinks
+    assert nn.blocks[lb["block"]].num_bytes == 4096
+    assert [(e["holder"], e["block"], e["len"]) for e in nn.events.named("nn.file.fsync")] \
+        == [("c1", lb["block"], 4096), ("c1", lb["block"], 4096)]
+
+
 def test_check_lease_ignores_the_soft_limit(tmp_path, namenodes):
     clock = [1000.0]
     nn = new_namenode(tmp_path / "nn", {"lease.soft-limit": "1s", "lease.hard-limit": "1h"})
