@@ -18,7 +18,7 @@ from .checks import CHECK_IDS, prepare_bulk, run_checks
 from .expect import evaluate_expect, gather_facts
 from .load import RunSet, load_runs
 from .metrics import compute_metrics
-from .session import SMALL_QUERIES, get_spark, session_conf
+from .session import get_spark, session_conf, small_queries
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[dict]:
     prepare_bulk(runs)
     t_bulk = time.perf_counter() - t0
     # metrics and the expect block's facts are jobs like the checks: run alongside them
-    with session_conf(runs.spark, SMALL_QUERIES), \
+    with session_conf(runs.spark, small_queries(runs.spark)), \
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics") as pool:
         pending = pool.submit(side)
         results = run_checks(runs, timings=timings)

@@ -35,7 +35,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types a
 from minihdfs.config import Config, ConfigError
 from .schema import (BULK_EVENTS, CORRUPT, ENVELOPE, EVENT_SCHEMA, FIELDS,
                      FINAL_STATE_SCHEMA, KNOWN_FIELDS, NARROW_SCHEMA)
-from .session import BIG_CACHE, get_spark, session_conf
+from .session import BIG_CACHE, get_spark, is_local, session_conf
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class RunSet:
     """The loaded runs: cached event and final-state DataFrames plus per-run facts."""
 
     def __init__(self, spark: SparkSession, runs: dict[str, RunInfo], lines: DataFrame,
-                 final: DataFrame, rare_partitions: int = 4):
+                 final: DataFrame, rare_partitions: int | None = None):
         self.spark = spark
         self.runs = runs
         self._cached: list[DataFrame] = []
@@ -83,7 +83,12 @@ class RunSet:
             F.lit(False).alias("malformed"), "raw")
         # Every other line, parsed in full: few, so a few partitions, each sorted by
         # event so that a look-up of some events reads only the column batches that
-        # hold them (the cache keeps each batch's least and greatest value).
+        # hold them (the cache keeps each batch's least and greatest value). In local
+        # mode one partition: the checks' joins, windows and aggregates over it then
+        # need no exchange (session.small_queries); the two check threads keep the two
+        # cores busy instead.
+        if rare_partitions is None:
+            rare_partitions = 1 if is_local(spark) else spark.sparkContext.defaultParallelism
         rare = (self.lines.filter(~F.col("dense")).coalesce(rare_partitions)
                 .select("run_id", "log", "eid", "raw",
                         F.from_json("raw", EVENT_SCHEMA,

@@ -202,6 +202,18 @@ def test_session_conf_is_restored(spark):
     assert spark.conf.get("spark.sql.codegen.factoryMode", None) in (None, "FALLBACK")
 
 
+def test_local_mode_checks_shuffle_into_one_partition(spark, case_runs):
+    """In local mode the protocol events are one partition and the checks shuffle into
+    one: a single partition needs no exchange before a join, window or aggregate."""
+    from harness.reconcile.session import SMALL_QUERIES, small_queries
+    assert spark.sparkContext.master.startswith("local")
+    conf = small_queries(spark)
+    assert conf["spark.sql.shuffle.partitions"] == "1"
+    assert {k: v for k, v in conf.items() if k != "spark.sql.shuffle.partitions"} == \
+        {k: v for k, v in SMALL_QUERIES.items() if k != "spark.sql.shuffle.partitions"}
+    assert case_runs.rare_lines.rdd.getNumPartitions() == 1
+
+
 def test_verification_leaves_the_session_as_it_was(spark, case_runs):
     from harness.reconcile.api import verify_loaded
     before = spark.conf.get("spark.sql.codegen.wholeStage")
