@@ -146,6 +146,7 @@ def small_queries(spark) -> dict[str, str]:
     return {**SMALL_QUERIES, "spark.sql.shuffle.partitions": "1"} if is_local(spark) \
         else dict(SMALL_QUERIES)
 
+
 # The one big cached table (every line, narrow): uncompressed column batches of 100k
 # rows build in about three quarters of the time of compressed 10k ones, at the cost of
 # memory (it spills to disk when the heap is short).
