@@ -66,15 +66,30 @@ def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
     return (_multmodp(_x8nmodp(len2), crc1 & 0xFFFFFFFF) ^ crc2) & 0xFFFFFFFF
 
 
+@functools.lru_cache(maxsize=1024)
+def _shift_tables_np(len2: int):
+    """Multiplication by x^(8*len2) mod P as four 256-entry tables, one per byte of the
+    operand (the product of a sum is the sum of the products), in a (4, 256) uint32
+    array. Built from the 32 images of single bits: the entry of a byte is the XOR of the
+    images of its set bits."""
+    import numpy as np
+    op = _x8nmodp(len2)
+    images = np.array([_multmodp(op, 1 << i) for i in range(32)], dtype=np.uint32)
+    byte = np.arange(256, dtype=np.uint32)
+    tables = np.zeros((4, 256), dtype=np.uint32)
+    for k in range(4):
+        for i in range(8):
+            tables[k] ^= np.where((byte >> i) & 1, images[8 * k + i], np.uint32(0))
+    return tables
+
+
 @functools.lru_cache(maxsize=64)
 def _shift_tables(len2: int) -> tuple[tuple[int, ...], ...]:
-    """Multiplication by x^(8*len2) mod P as four 256-entry tables, one per byte of the
-    operand (the product of a sum is the sum of the products)."""
-    op = _x8nmodp(len2)
-    return tuple(tuple(_multmodp(op, b << (8 * k)) for b in range(256)) for k in range(4))
+    """_shift_tables_np as tuples of Python ints, for the one-file loop below."""
+    return tuple(tuple(row) for row in _shift_tables_np(len2).tolist())
 
 
-# A length used this often in one call pays for its tables (1024 multiplications).
+# A length used this often in one call pays for its tables.
 _TABLE_MIN_USES = 64
 
 
@@ -93,22 +108,6 @@ def crc32_of_ranges(ranges: Iterable[tuple[int, int]]) -> int:
             crc = (t[0][crc & 0xFF] ^ t[1][(crc >> 8) & 0xFF] ^ t[2][(crc >> 16) & 0xFF]
                    ^ t[3][crc >> 24] ^ part) & 0xFFFFFFFF
     return crc
-
-
-@functools.lru_cache(maxsize=1024)
-def _shift_tables_np(len2: int):
-    """`_shift_tables` as a (4, 256) uint32 array, built from the 32 images of single bits
-    (32 multiplications instead of 1024): the table of a byte is the XOR of the images of
-    its set bits."""
-    import numpy as np
-    op = _x8nmodp(len2)
-    images = np.array([_multmodp(op, 1 << i) for i in range(32)], dtype=np.uint32)
-    byte = np.arange(256, dtype=np.uint32)
-    tables = np.zeros((4, 256), dtype=np.uint32)
-    for k in range(4):
-        for i in range(8):
-            tables[k] ^= np.where((byte >> i) & 1, images[8 * k + i], np.uint32(0))
-    return tables
 
 
 def _int_array(values):
