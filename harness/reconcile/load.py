@@ -411,7 +411,9 @@ def _read_final(spark: SparkSession, run_dirs: list[str]) -> DataFrame:
               .option("multiLine", True).option("mode", "PERMISSIVE")
               .option("columnNameOfCorruptRecord", CORRUPT).json(paths))
         return df.withColumn("run_id", _path_part("_metadata.file_path", -2))
-    return spark.createDataFrame([], FINAL_STATE_SCHEMA.add("run_id", T.StringType()))
+    # a new type: StructType.add would change the shared schema itself
+    return spark.createDataFrame([], T.StructType(
+        FINAL_STATE_SCHEMA.fields + [T.StructField("run_id", T.StringType())]))
 
 
 def scenario_name(info: RunInfo) -> str:
