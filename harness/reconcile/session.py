@@ -14,6 +14,8 @@ import os
 import sys
 import threading
 
+from . import jvm
+
 DEFAULT_MASTER = "local[2]"
 _lock = threading.Lock()
 _spark = None
@@ -56,12 +58,19 @@ def _builder(master: str):
         # (benchmarks/bench_verifier.py) the load went from 107 to 95 s and the whole
         # verification from 225.6 to 210.9 s. HDFS_CHAOS_SPARK_CONF may set other options.
         b = b.config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
+    user: dict[str, str] = {}
     for item in filter(None, os.environ.get("HDFS_CHAOS_SPARK_CONF", "").split(";")):
         key, sep, value = item.partition("=")
         if not sep:
             raise RuntimeError(f"HDFS_CHAOS_SPARK_CONF: {item!r} is not KEY=VALUE "
                                "(separate settings with ';')")
-        b = b.config(key.strip(), value.strip())
+        user[key.strip()] = value.strip()
+    # the loader's fast line parser (reconcile/jvm), beside any jars the user adds
+    fast = jvm.jar()
+    if fast:
+        user["spark.jars"] = ",".join(filter(None, [user.get("spark.jars"), fast]))
+    for key, value in user.items():
+        b = b.config(key, value)
     if local:
         # Driver and executor are one JVM in local mode: its heap holds the cached events.
         b = (b.config("spark.driver.memory", memory)
@@ -94,6 +103,7 @@ def get_spark(master: str | None = None):
                 f"cannot start Spark ({wanted}): {exc}. The verifier needs Java 17+ on PATH "
                 f"(or JAVA_HOME) and pyspark installed: pip install pyspark") from exc
         spark.sparkContext.setLogLevel("ERROR")
+        jvm.register(spark)
         _spark, _master = spark, wanted
         atexit.register(stop_spark)
         return spark

@@ -1,10 +1,144 @@
-"""The loader: how it reads run folders into Spark."""
+"""The loader's two ways of parsing lines: the fast scanner of bulk lines (jvm.BulkLine)
+and Spark's JSON reader must give the same events, the same malformed lines and the same
+fields; the scanner takes only the lines it can prove plain."""
 
 from __future__ import annotations
+
+import json
+import os
 
 import pytest
 
 pytestmark = pytest.mark.spark
+
+W = '"ts":1790000000.5,"node":"c1","role":"client","seq":%d,"event":"client.write"'
+A = '"ts":1790000000.25,"node":"c1","role":"client","seq":%d,"event":"client.ack"'
+
+# (line, dense under the scanner)
+LINES = [
+    ('{' + W % 1 + ',"path":"/f","offset":0,"len":65536,"crc":3626764237}', True),
+    ('{' + A % 2 + ',"path":"/f","block":1073741825,"seqno":0,"acked":65536}', True),
+    # whitespace, another key order, a colon in a string, a negative and an exponent
+    ('{ "event" : "client.write" , "ts" : 1.79e9 , "node" : "c1" , "path" : "/a:b", '
+     '"offset" : -1 }', True),
+    ('{' + W % 3 + ',"path":"/f","len":0}   ', True),
+    ('{"ts":1790000000,"node":"c2","event":"client.ack"}', True),     # integer ts
+    # ... and every line the scanner must leave to Spark's reader
+    ('{' + W % 4 + ',"path":"/f\\u0041","len":1}', False),              # an escape
+    ('{' + W % 5 + ',"path":"/f","len":1,"len":2}', False),             # a repeated key
+    ('{' + W % 6 + ',"path":"/f","len":1,"zone":"a"}', False),           # an unknown key
+    ('{' + W % 7 + ',"path":"/f","len":1.5}', False),                   # a fraction, long
+    ('{' + W % 8 + ',"path":"/f","len":1e3}', False),                   # an exponent, long
+    ('{' + W % 9 + ',"path":"/f","len":012}', False),                   # a leading zero
+    ('{' + W % 10 + ',"path":"/f","len":99999999999999999999}', False),  # beyond a long
+    ('{' + W % 11 + ',"path":"/f","len":null}', False),                 # a null
+    ('{' + W % 12 + ',"path":"/f","len":"7"}', False),                  # a string, long
+    ('{' + W % 13 + ',"path":7,"len":1}', False),                       # a number, string
+    ('{' + W % 14 + ',"path":"/fé","len":1}', False),                   # not ASCII
+    ('{' + W % 15 + ',"path":"/f","len":1} x', False),                  # after the object
+    ('{' + W % 16 + ',"path":"/f","len":1', False),                     # no closing brace
+    ('{' + W % 17 + ',"path":"/f","len":1,}', False),                   # a trailing comma
+    ('{' + W % 18 + ',"path":"/f","len":[1]}', False),                  # an array
+    ('{"node":"c1","seq":19,"event":"client.write","len":1}', False),   # no ts
+    ('{"ts":1.0,"seq":20,"event":"client.write","len":1}', False),      # no node
+    ('{"ts":1.0,"node":"c1","seq":21,"event":"client.hflush","offset":1}', False),
+    ('{"ts":1.0,"node":"c1","seq":22,"len":1}', False),                  # no event
+    ('{"ts":-,"node":"c1","seq":23,"event":"client.write"}', False),
+    ('{"ts":1.,"node":"c1","seq":24,"event":"client.write"}', False),
+    ('{"ts":NaN,"node":"c1","seq":25,"event":"client.write"}', False),
+    ('{"ts":1e999,"node":"c1","seq":26,"event":"client.write"}', False),  # infinite
+    ('["ts",1]', False),
+    ('this is not json', False),
+    ('{}', False),
+    ('', False),
+]
+
+
+@pytest.fixture(scope="module")
+def odd_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fastparse") / "odd-lines"
+    (d / "events").mkdir(parents=True)
+    with open(d / "events" / "c1.jsonl", "w", encoding="utf-8") as f:
+        f.write("\n".join(line for line, _ in LINES) + "\n")
+    return str(d)
+
+
+def _load(spark, dirs, fast):
+    from harness.reconcile.load import RunSet, _read_final, _read_lines, read_run_info
+    infos = {i.run_id: i for i in map(read_run_info, dirs)}
+    files = [f for i in infos.values() for f in i.event_files]
+    finals = [i.run_dir for i in infos.values() if i.has_final_state]
+    return RunSet(spark, infos, _read_lines(spark, files, False, fast=fast),
+                  _read_final(spark, finals))
+
+
+def _rows(df):
+    cols = sorted(c for c in df.columns if c != "eid")
+    return sorted((tuple(json.dumps(r[c], sort_keys=True, default=str) for c in cols)
+                   for r in df.select(*cols).collect()))
+
+
+def test_the_fast_parser_is_built_and_loaded(spark):
+    from harness.reconcile import jvm
+    assert jvm.jar() and os.path.exists(jvm.jar())
+    assert jvm.available(spark)
+
+
+def test_the_scanner_takes_exactly_the_plain_bulk_lines(spark, odd_run):
+    runs = _load(spark, [odd_run], fast=True)
+    try:
+        rows = runs.lines.select("raw", "dense", "seq").collect()
+        assert len(rows) == len(LINES)
+        dense = sorted((r["seq"] for r in rows if r["dense"]), key=lambda s: (s is None, s))
+        assert dense == [1, 2, 3, None, None]
+        assert len(dense) == sum(1 for _, d in LINES if d)
+        # a dense line keeps no text (it has nothing the columns do not hold)
+        assert [r["raw"] for r in rows if r["dense"]] == [None] * len(dense)
+    finally:
+        runs.close()
+
+
+@pytest.mark.parametrize("what", ["odd", "cases"])
+def test_both_parsers_give_the_same_events(spark, odd_run, case_dirs, what):
+    dirs = [odd_run] if what == "odd" else list(case_dirs.values())
+    fast, slow = _load(spark, dirs, fast=True), _load(spark, dirs, fast=False)
+    try:
+        assert _rows(fast.events.drop("raw")) == _rows(slow.events.drop("raw"))
+        assert _rows(fast.malformed) == _rows(slow.malformed)
+        assert fast.malformed.count() > 0 or what == "cases"
+        from harness.reconcile.load import extra_fields
+        assert (_rows(extra_fields(fast.events).select("run_id", "seq", "extra"))
+                == _rows(extra_fields(slow.events).select("run_id", "seq", "extra")))
+    finally:
+        fast.close()
+        slow.close()
+
+
+def test_values_of_the_fast_path(spark, odd_run):
+    runs = _load(spark, [odd_run], fast=True)
+    try:
+        r = runs.bulk.filter("path = '/a:b'").first()
+        assert (r["ts"], r["node"], r["offset"], r["len"]) == (1.79e9, "c1", -1, None)
+        w = runs.bulk.filter("seq = 1").first()
+        assert (w["ts"], w["len"], w["crc"], w["path"]) == (1790000000.5, 65536, 3626764237, "/f")
+    finally:
+        runs.close()
+
+
+def test_fast_parse_can_be_turned_off(monkeypatch, spark):
+    from harness.reconcile import jvm
+    monkeypatch.setenv("HDFS_CHAOS_FAST_PARSE", "0")
+    assert jvm.jar() is None and not jvm.available(spark)
+
+
+def test_no_javac_means_the_slow_path_with_a_warning(monkeypatch, tmp_path, caplog):
+    from harness.reconcile import jvm
+    monkeypatch.setenv("HDFS_CHAOS_CACHE", str(tmp_path))
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nojdk"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(jvm, "_built", {})
+    assert jvm.jar() is None
+    assert "no javac" in caplog.text
 
 
 def test_runs_without_final_state_leave_the_schema_alone(spark):

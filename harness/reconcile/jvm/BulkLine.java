@@ -1,0 +1,228 @@
+package hdfschaos;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.api.java.UDF1;
+
+/**
+ * The fast path of the verifier's loader (harness/reconcile/load.py): parses one event
+ * line if, and only if, it is a plain bulk event (client.write, client.ack) whose keys
+ * are all among the narrow fields, each once, with a value of the field's JSON type, in
+ * strict JSON (ASCII, no escapes). Such a line is returned as the narrow fields and
+ * dense = true; any other line, however valid, gives dense = false and the loader parses
+ * it in full with Spark's JSON reader, so this class decides only which lines take the
+ * fast path, never what a line means.
+ *
+ * Field order of the result: ts, node, role, seq, event, path, block, offset, len, crc,
+ * seqno, acked, dense (load.py builds the matching struct type).
+ */
+public final class BulkLine implements UDF1<String, Row> {
+    private static final long serialVersionUID = 1L;
+
+    private static final String[] KEYS = {
+        "ts", "node", "role", "seq", "event", "path", "block", "offset", "len", "crc",
+        "seqno", "acked"};
+    // 0: double, 1: string, 2: long
+    private static final int[] KINDS = {0, 1, 1, 2, 1, 1, 2, 2, 2, 2, 2, 2};
+    private static final int TS = 0, NODE = 1, EVENT = 4;
+    private static final Row NOT_DENSE;
+
+    static {
+        Object[] v = new Object[KEYS.length + 1];
+        v[KEYS.length] = Boolean.FALSE;
+        NOT_DENSE = RowFactory.create(v);
+    }
+
+    @Override
+    public Row call(String s) {
+        if (s == null) {
+            return NOT_DENSE;
+        }
+        Object[] v = new Object[KEYS.length + 1];
+        int n = s.length();
+        int i = skipWs(s, 0);
+        if (i >= n || s.charAt(i) != '{') {
+            return NOT_DENSE;
+        }
+        i = skipWs(s, i + 1);
+        if (i < n && s.charAt(i) == '}') {
+            return NOT_DENSE;                 // {}: no envelope
+        }
+        int seen = 0;
+        while (true) {
+            if (i >= n || s.charAt(i) != '"') {
+                return NOT_DENSE;
+            }
+            int end = stringEnd(s, i + 1);
+            if (end < 0) {
+                return NOT_DENSE;
+            }
+            int k = keyIndex(s, i + 1, end);
+            if (k < 0 || (seen & (1 << k)) != 0) {
+                return NOT_DENSE;             // an unknown or repeated key
+            }
+            seen |= 1 << k;
+            i = skipWs(s, end + 1);
+            if (i >= n || s.charAt(i) != ':') {
+                return NOT_DENSE;
+            }
+            i = skipWs(s, i + 1);
+            if (i >= n) {
+                return NOT_DENSE;
+            }
+            int vEnd;
+            switch (KINDS[k]) {
+                case 1:
+                    if (s.charAt(i) != '"') {
+                        return NOT_DENSE;
+                    }
+                    vEnd = stringEnd(s, i + 1);
+                    if (vEnd < 0) {
+                        return NOT_DENSE;
+                    }
+                    v[k] = s.substring(i + 1, vEnd);
+                    vEnd++;
+                    break;
+                case 2:
+                    vEnd = numberEnd(s, i, true);
+                    if (vEnd < 0) {
+                        return NOT_DENSE;     // not an integer
+                    }
+                    try {
+                        v[k] = Long.parseLong(s, i, vEnd, 10);
+                    } catch (NumberFormatException e) {
+                        return NOT_DENSE;     // beyond a long
+                    }
+                    break;
+                default:
+                    vEnd = numberEnd(s, i, false);
+                    if (vEnd < 0) {
+                        return NOT_DENSE;
+                    }
+                    double d = Double.parseDouble(s.substring(i, vEnd));
+                    if (Double.isInfinite(d)) {
+                        return NOT_DENSE;
+                    }
+                    v[k] = d;
+            }
+            i = skipWs(s, vEnd);
+            if (i >= n) {
+                return NOT_DENSE;
+            }
+            char c = s.charAt(i);
+            if (c == ',') {
+                i = skipWs(s, i + 1);
+            } else if (c == '}') {
+                if (skipWs(s, i + 1) != n) {
+                    return NOT_DENSE;         // something after the object
+                }
+                break;
+            } else {
+                return NOT_DENSE;
+            }
+        }
+        Object event = v[EVENT];
+        if (v[TS] == null || v[NODE] == null
+                || !("client.write".equals(event) || "client.ack".equals(event))) {
+            return NOT_DENSE;
+        }
+        v[KEYS.length] = Boolean.TRUE;
+        return RowFactory.create(v);
+    }
+
+    private static int skipWs(String s, int i) {
+        int n = s.length();
+        while (i < n) {
+            char c = s.charAt(i);
+            if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+                break;
+            }
+            i++;
+        }
+        return i;
+    }
+
+    /** The index of the closing quote of a plain string starting at `i`, or -1 for an
+     * escape, a control character, a non-ASCII character or no closing quote. */
+    private static int stringEnd(String s, int i) {
+        int n = s.length();
+        while (i < n) {
+            char c = s.charAt(i);
+            if (c == '"') {
+                return i;
+            }
+            if (c == '\\' || c < 0x20 || c > 0x7e) {
+                return -1;
+            }
+            i++;
+        }
+        return -1;
+    }
+
+    /** The end of a JSON number at `i` (strict grammar), or -1; `integer` refuses a
+     * fraction or exponent. */
+    private static int numberEnd(String s, int i, boolean integer) {
+        int n = s.length();
+        if (i < n && s.charAt(i) == '-') {
+            i++;
+        }
+        if (i >= n) {
+            return -1;
+        }
+        char c = s.charAt(i);
+        if (c == '0') {
+            i++;
+        } else if (c >= '1' && c <= '9') {
+            while (i < n && isDigit(s.charAt(i))) {
+                i++;
+            }
+        } else {
+            return -1;
+        }
+        if (i < n && s.charAt(i) == '.') {
+            if (integer) {
+                return -1;
+            }
+            i++;
+            int start = i;
+            while (i < n && isDigit(s.charAt(i))) {
+                i++;
+            }
+            if (i == start) {
+                return -1;
+            }
+        }
+        if (i < n && (s.charAt(i) == 'e' || s.charAt(i) == 'E')) {
+            if (integer) {
+                return -1;
+            }
+            i++;
+            if (i < n && (s.charAt(i) == '+' || s.charAt(i) == '-')) {
+                i++;
+            }
+            int start = i;
+            while (i < n && isDigit(s.charAt(i))) {
+                i++;
+            }
+            if (i == start) {
+                return -1;
+            }
+        }
+        return i;
+    }
+
+    private static boolean isDigit(char c) {
+        return c >= '0' && c <= '9';
+    }
+
+    private static int keyIndex(String s, int from, int to) {
+        int len = to - from;
+        for (int k = 0; k < KEYS.length; k++) {
+            String key = KEYS[k];
+            if (key.length() == len && s.regionMatches(from, key, 0, len)) {
+                return k;
+            }
+        }
+        return -1;
+    }
+}
