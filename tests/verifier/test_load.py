@@ -63,6 +63,15 @@ def odd_run(tmp_path_factory):
     return str(d)
 
 
+@pytest.fixture(scope="module")
+def scanner(spark):
+    """The fast parser, registered in the session (skips where no JDK could build it)."""
+    from harness.reconcile import jvm
+    if not jvm.available(spark):
+        pytest.skip("the fast line parser is not loaded (no javac, or HDFS_CHAOS_FAST_PARSE=0)")
+    return spark
+
+
 def _load(spark, dirs, fast):
     from harness.reconcile.load import RunSet, _read_final, _read_lines, read_run_info
     infos = {i.run_id: i for i in map(read_run_info, dirs)}
@@ -80,11 +89,15 @@ def _rows(df):
 
 def test_the_fast_parser_is_built_and_loaded(spark):
     from harness.reconcile import jvm
+    if jvm._javac() is None or not jvm.enabled():
+        pytest.skip("no javac (a JDK 17; tools/setup.sh installs one as root), "
+                    "or HDFS_CHAOS_FAST_PARSE=0")
     assert jvm.jar() and os.path.exists(jvm.jar())
     assert jvm.available(spark)
 
 
-def test_the_scanner_takes_exactly_the_plain_bulk_lines(spark, odd_run):
+def test_the_scanner_takes_exactly_the_plain_bulk_lines(scanner, odd_run):
+    spark = scanner
     runs = _load(spark, [odd_run], fast=True)
     try:
         rows = runs.lines.select("raw", "dense", "seq").collect()
@@ -99,7 +112,8 @@ def test_the_scanner_takes_exactly_the_plain_bulk_lines(spark, odd_run):
 
 
 @pytest.mark.parametrize("what", ["odd", "cases"])
-def test_both_parsers_give_the_same_events(spark, odd_run, case_dirs, what):
+def test_both_parsers_give_the_same_events(scanner, odd_run, case_dirs, what):
+    spark = scanner
     dirs = [odd_run] if what == "odd" else list(case_dirs.values())
     fast, slow = _load(spark, dirs, fast=True), _load(spark, dirs, fast=False)
     try:
@@ -114,7 +128,8 @@ def test_both_parsers_give_the_same_events(spark, odd_run, case_dirs, what):
         slow.close()
 
 
-def test_values_of_the_fast_path(spark, odd_run):
+def test_values_of_the_fast_path(scanner, odd_run):
+    spark = scanner
     runs = _load(spark, [odd_run], fast=True)
     try:
         r = runs.bulk.filter("path = '/a:b'").first()
@@ -133,6 +148,7 @@ def test_fast_parse_can_be_turned_off(monkeypatch, spark):
 
 def test_no_javac_means_the_slow_path_with_a_warning(monkeypatch, tmp_path, caplog):
     from harness.reconcile import jvm
+    monkeypatch.setenv("HDFS_CHAOS_FAST_PARSE", "1")
     monkeypatch.setenv("HDFS_CHAOS_CACHE", str(tmp_path))
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nojdk"))
     monkeypatch.setenv("PATH", str(tmp_path))
