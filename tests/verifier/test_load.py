@@ -23,6 +23,8 @@ LINES = [
      '"offset" : -1 }', True),
     ('{' + W % 3 + ',"path":"/f","len":0}   ', True),
     ('{"ts":1790000000,"node":"c2","event":"client.ack"}', True),     # integer ts
+    ('{"ts":-0,"node":"c2","event":"client.ack"}', True),             # 0.0, not -0.0
+    ('{"ts":-0.0,"node":"c2","event":"client.ack"}', True),           # -0.0
     # ... and every line the scanner must leave to Spark's reader
     ('{' + W % 4 + ',"path":"/f\\u0041","len":1}', False),              # an escape
     ('{' + W % 5 + ',"path":"/f","len":1,"len":2}', False),             # a repeated key
@@ -103,7 +105,7 @@ def test_the_scanner_takes_exactly_the_plain_bulk_lines(scanner, odd_run):
         rows = runs.lines.select("raw", "dense", "seq").collect()
         assert len(rows) == len(LINES)
         dense = sorted((r["seq"] for r in rows if r["dense"]), key=lambda s: (s is None, s))
-        assert dense == [1, 2, 3, None, None]
+        assert dense == [1, 2, 3, None, None, None, None]
         assert len(dense) == sum(1 for _, d in LINES if d)
         # a dense line keeps no text (it has nothing the columns do not hold)
         assert [r["raw"] for r in rows if r["dense"]] == [None] * len(dense)

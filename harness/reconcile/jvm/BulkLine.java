@@ -99,7 +99,16 @@ public final class BulkLine implements UDF1<String, Row> {
                     if (vEnd < 0) {
                         return NOT_DENSE;
                     }
-                    double d = Double.parseDouble(s.substring(i, vEnd));
+                    double d;
+                    if (numberEnd(s, i, true) == vEnd) {
+                        // an integer: Spark's reader converts its long value (-0 is 0.0)
+                        if (vEnd - i > 18) {
+                            return NOT_DENSE;
+                        }
+                        d = (double) Long.parseLong(s, i, vEnd, 10);
+                    } else {
+                        d = Double.parseDouble(s.substring(i, vEnd));
+                    }
                     if (Double.isInfinite(d)) {
                         return NOT_DENSE;
                     }
