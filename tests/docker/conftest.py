@@ -9,6 +9,7 @@ built from a copy of minihdfs/ and cluster_image/ into their own repository
 
 from __future__ import annotations
 
+import os
 import shutil
 import textwrap
 import uuid
@@ -44,7 +45,42 @@ def docker_client():
 
 @pytest.fixture(scope="session")
 def session_id() -> str:
-    return uuid.uuid4().hex[:10]
+    """`<pid>-<random>`: the pid tells a later session whether this one still runs."""
+    return f"{os.getpid()}-{uuid.uuid4().hex[:10]}"
+
+
+def _session_alive(label: str) -> bool:
+    pid = label.split("-", 1)[0] if "-" in label else ""
+    if not pid.isdigit():
+        return False            # an older label without a pid: its session is long gone
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_sessions(client, keep) -> None:
+    """Removes the containers, networks and test images of every test session whose
+    label `keep(label)` rejects: in that order, since images in use cannot go."""
+    def stale(obj):
+        # containers and images have .labels; a network has its labels in attrs only
+        labels = obj.labels if hasattr(obj, "labels") else obj.attrs.get("Labels")
+        label = (labels or {}).get(SESSION_LABEL)
+        return label is not None and not keep(label)
+    mine = {"label": [SESSION_LABEL]}
+    for container in client.containers.list(all=True, filters=mine):
+        if stale(container):
+            container.remove(force=True)
+    for network in client.networks.list(filters=mine):
+        if stale(network):
+            network.remove()
+    for image in client.images.list(filters=mine):
+        if stale(image):
+            for tag in image.tags or [image.id]:
+                client.images.remove(tag, force=True)
 
 
 @pytest.fixture(scope="session")
@@ -53,22 +89,28 @@ def test_labels(session_id) -> dict[str, str]:
     return {**images.LABELS, SESSION_LABEL: session_id}
 
 
+@pytest.fixture
+def sweep_stale_sessions(docker_client):
+    """Removes what killed test sessions left behind (as every session does at start)."""
+    return lambda: _remove_sessions(docker_client, _session_alive)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def remove_everything_created(request, session_id):
-    """At the end of the session, removes every container, network and image it made."""
+    """At the end of the session, removes every container, network and image it made;
+    at its start, what test sessions that were killed before their end left behind (a
+    left-over test image of the same source would otherwise stand in for this session's
+    build)."""
+    try:
+        _remove_sessions(images.docker_client(), _session_alive)
+    except images.ImageError:
+        pass
     yield
     try:
         client = images.docker_client()
     except images.ImageError:
         return
-    mine = {"label": [f"{SESSION_LABEL}={session_id}"]}
-    for container in client.containers.list(all=True, filters=mine):
-        container.remove(force=True)
-    for network in client.networks.list(filters=mine):
-        network.remove()
-    for image in client.images.list(filters=mine):
-        for tag in image.tags or [image.id]:
-            client.images.remove(tag)
+    _remove_sessions(client, lambda label: label != session_id)
     base = getattr(request.config, "_hdfs_chaos_base_created", None)
     if base:
         children = [i for i in client.images.list(filters={"label": [f"{images.BASE_LABEL}={base}"]})]

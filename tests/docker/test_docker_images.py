@@ -206,3 +206,25 @@ def test_remove_images_refuses_an_image_in_use(docker_client, base_image, change
         assert images._find_image(docker_client, tag) is not None
     finally:
         container.remove(force=True)
+
+
+def test_leftovers_of_killed_test_sessions_are_swept(docker_client, sweep_stale_sessions,
+                                                     test_labels, session_id):
+    # no process has pid 999999999 (above any pid_max), and a label without a pid comes
+    # from an older session; this session's own objects stay
+    labels = {"dead": {**test_labels, SESSION_LABEL: "999999999-killed"},
+              "old": {**test_labels, SESSION_LABEL: "12589f4412"},
+              "live": test_labels}
+    nets = {k: docker_client.networks.create(f"hdfs-chaos-test-{session_id}-{k}", labels=v)
+            for k, v in labels.items()}
+    try:
+        sweep_stale_sessions()
+        left = {n.name for n in docker_client.networks.list(filters={"label": [SESSION_LABEL]})}
+        assert nets["live"].name in left
+        assert nets["dead"].name not in left and nets["old"].name not in left
+    finally:
+        for net in nets.values():
+            try:
+                net.remove()
+            except Exception:
+                pass
