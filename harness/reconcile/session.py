@@ -103,7 +103,8 @@ def get_spark(master: str | None = None):
                 f"cannot start Spark ({wanted}): {exc}. The verifier needs Java 17+ on PATH "
                 f"(or JAVA_HOME) and pyspark installed: pip install pyspark") from exc
         spark.sparkContext.setLogLevel("ERROR")
-        jvm.register(spark)
+        if jvm.jar():       # built (or found) when the session was made: no second warning
+            jvm.register(spark)
         _spark, _master = spark, wanted
         atexit.register(stop_spark)
         return spark
