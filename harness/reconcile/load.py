@@ -40,8 +40,6 @@ from .schema import (BULK_EVENTS, CORRUPT, ENVELOPE, EVENT_SCHEMA, FIELDS,
                      FINAL_STATE_SCHEMA, KNOWN_FIELDS, NARROW_SCHEMA)
 from .session import BIG_CACHE, get_spark, is_local, session_conf
 
-RARE_CACHE = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
-
 log = logging.getLogger(__name__)
 
 NAMENODE_HOLDER = "HDFS_NameNode"
@@ -102,15 +100,12 @@ class RunSet:
         bad_envelope = (F.col("j.ts").isNull() | F.col("j.node").isNull()
                         | F.col("j.event").isNull())
         malformed = F.col(f"j.{CORRUPT}").isNotNull() | bad_envelope
-        # uncompressed: most of its 75 columns are null, and choosing and applying an
-        # encoding per column and batch cost more than the memory it saves
-        with session_conf(spark, RARE_CACHE):
-            self.rare_lines = self._cache(rare.select(
-                "run_id", "log", "eid", *[F.col(f"j.{n}").alias(n) for n, _ in ENVELOPE + FIELDS],
-                F.coalesce(bad_envelope, F.lit(True)).alias("bad_envelope"),
-                F.coalesce(malformed, F.lit(True)).alias("malformed"), "raw")
-                .sortWithinPartitions("event"))
-            self.rare_lines.count()
+        self.rare_lines = self._cache(rare.select(
+            "run_id", "log", "eid", *[F.col(f"j.{n}").alias(n) for n, _ in ENVELOPE + FIELDS],
+            F.coalesce(bad_envelope, F.lit(True)).alias("bad_envelope"),
+            F.coalesce(malformed, F.lit(True)).alias("malformed"), "raw")
+            .sortWithinPartitions("event"))
+        self.rare_lines.count()
         self.rare = self.rare_lines.filter(~F.col("bad_envelope")).drop("bad_envelope")
         self.events = self.bulk.unionByName(self.rare)
         self.malformed = (self.rare_lines.filter(F.col("malformed"))
