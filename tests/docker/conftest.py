@@ -62,25 +62,36 @@ def _session_alive(label: str) -> bool:
     return True
 
 
-def _remove_sessions(client, keep) -> None:
+def _remove_sessions(client, keep, strict: bool = True) -> None:
     """Removes the containers, networks and test images of every test session whose
-    label `keep(label)` rejects: in that order, since images in use cannot go."""
+    label `keep(label)` rejects: in that order, since images in use cannot go. Not
+    `strict`: an object that cannot be removed (another process removed it first) is
+    passed over."""
+    import docker.errors
+
     def stale(obj):
         # containers and images have .labels; a network has its labels in attrs only
         labels = obj.labels if hasattr(obj, "labels") else obj.attrs.get("Labels")
         label = (labels or {}).get(SESSION_LABEL)
         return label is not None and not keep(label)
+
+    def remove(fn, *args, **kwargs):
+        try:
+            fn(*args, **kwargs)
+        except docker.errors.APIError:
+            if strict:
+                raise
     mine = {"label": [SESSION_LABEL]}
     for container in client.containers.list(all=True, filters=mine):
         if stale(container):
-            container.remove(force=True)
+            remove(container.remove, force=True)
     for network in client.networks.list(filters=mine):
         if stale(network):
-            network.remove()
+            remove(network.remove)
     for image in client.images.list(filters=mine):
         if stale(image):
             for tag in image.tags or [image.id]:
-                client.images.remove(tag, force=True)
+                remove(client.images.remove, tag, force=True)
 
 
 @pytest.fixture(scope="session")
@@ -102,7 +113,7 @@ def remove_everything_created(request, session_id):
     left-over test image of the same source would otherwise stand in for this session's
     build)."""
     try:
-        _remove_sessions(images.docker_client(), _session_alive)
+        _remove_sessions(images.docker_client(), _session_alive, strict=False)
     except images.ImageError:
         pass
     yield
