@@ -182,9 +182,7 @@ public final class BulkLine implements UDF1<String, Row> {
         if (c == '0') {
             i++;
         } else if (c >= '1' && c <= '9') {
-            while (i < n && isDigit(s.charAt(i))) {
-                i++;
-            }
+            i = digitsEnd(s, i);
         } else {
             return -1;
         }
@@ -192,11 +190,8 @@ public final class BulkLine implements UDF1<String, Row> {
             if (integer) {
                 return -1;
             }
-            i++;
-            int start = i;
-            while (i < n && isDigit(s.charAt(i))) {
-                i++;
-            }
+            int start = i + 1;
+            i = digitsEnd(s, start);
             if (i == start) {
                 return -1;
             }
@@ -210,9 +205,7 @@ public final class BulkLine implements UDF1<String, Row> {
                 i++;
             }
             int start = i;
-            while (i < n && isDigit(s.charAt(i))) {
-                i++;
-            }
+            i = digitsEnd(s, start);
             if (i == start) {
                 return -1;
             }
@@ -220,8 +213,13 @@ public final class BulkLine implements UDF1<String, Row> {
         return i;
     }
 
-    private static boolean isDigit(char c) {
-        return c >= '0' && c <= '9';
+    /** The index after the run of ASCII digits that starts at `i` (`i` itself if none). */
+    private static int digitsEnd(String s, int i) {
+        int n = s.length();
+        while (i < n && s.charAt(i) >= '0' && s.charAt(i) <= '9') {
+            i++;
+        }
+        return i;
     }
 
     private static int keyIndex(String s, int from, int to) {

@@ -13,6 +13,7 @@ parses every line with Spark's JSON reader: slower, same results.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -60,17 +61,23 @@ def jar() -> str | None:
     one warning) when it cannot be built, or when the fast path is turned off."""
     if not enabled():
         return None
-    import pyspark
-    with open(SOURCE, "rb") as f:
-        digest = hashlib.sha256(f.read() + pyspark.__version__.encode()).hexdigest()[:16]
-    path = os.path.join(cache_dir(), f"hdfs-chaos-jvm-{digest}.jar")
+    path = os.path.join(cache_dir(), f"hdfs-chaos-jvm-{_digest()}.jar")
     with _lock:
         if path not in _built:
-            _built[path] = path if os.path.exists(path) else _build(path, pyspark)
+            _built[path] = path if os.path.exists(path) else _build(path)
         return _built[path]
 
 
-def _build(path: str, pyspark) -> str | None:
+@functools.lru_cache(maxsize=1)
+def _digest() -> str:
+    """What names the jar: a hash of the source and the Spark version (read once)."""
+    import pyspark
+    with open(SOURCE, "rb") as f:
+        return hashlib.sha256(f.read() + pyspark.__version__.encode()).hexdigest()[:16]
+
+
+def _build(path: str) -> str | None:
+    import pyspark
     javac = _javac()
     if javac is None:
         log.warning("no javac (a JDK 17+) on PATH or in JAVA_HOME: the verifier parses "
