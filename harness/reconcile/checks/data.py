@@ -16,6 +16,7 @@ from __future__ import annotations
 import pandas as pd
 from pyspark.sql import DataFrame, Window, functions as F, types as T
 
+from .. import jvm
 from ..load import RunSet
 from .common import LOG_SLACK_S, Outcome, live_datanodes, runs_of, violation
 
@@ -66,12 +67,14 @@ def _combine_ranges(lens: pd.Series, crcs: pd.Series) -> pd.Series:
 _combine_udf = F.pandas_udf(_combine_ranges, T.LongType())
 
 
-def content_layout(runs: RunSet) -> DataFrame:
+def content_layout(runs: RunSet, fast: bool | None = None) -> DataFrame:
     """Per read-back file: what the writers' ranges say about its bytes.
 
     run_id, path, read_len, read_crc, final_len, closed, gap_at (first offset no kept
     range covers, or null), covered (bytes up to which ranges reach), partial (a range
-    is cut mid-way), expected_crc (when fully verifiable)."""
+    is cut mid-way), expected_crc (when fully verifiable). The per-file part is
+    jvm.FileLayout when it is loaded, window functions otherwise (`fast` picks one: the
+    tests compare them)."""
     def build():
         rb = runs.fs_readback.select("run_id", "path", F.col("len").alias("read_len"),
                                      F.col("crc").alias("read_crc"))
@@ -82,27 +85,11 @@ def content_layout(runs: RunSet) -> DataFrame:
                                .filter(F.coalesce(F.col("ok"), F.lit(True)))
                                .select("run_id", "path", "ts", "eid", F.col("len").alias("offset")))
                   .select("*", F.lit(0).cast("long").alias("len"), F.lit(0).cast("long").alias("crc")))
-        w_all = writes.unionByName(resets).join(rb.select("run_id", "path", "read_len"),
-                                                ["run_id", "path"])
-        # the least offset of every later row, as a running minimum in reverse time order
-        # (Spark recomputes a frame that ends at UNBOUNDED FOLLOWING for every row,
-        # quadratic in the writes of a file; one that starts at UNBOUNDED PRECEDING grows)
-        w = Window.partitionBy("run_id", "path").orderBy(F.desc("ts"), F.desc("eid")) \
-            .rowsBetween(Window.unboundedPreceding, -1)
-        big = F.lit(1 << 62).cast("long")
-        eff = (w_all.withColumn("later_min", F.min("offset").over(w))
-               .withColumn("eff_end", F.least(F.col("offset") + F.col("len"),
-                                              F.coalesce("later_min", big), F.col("read_len")))
-               .filter(F.col("eff_end") > F.col("offset")))
-        eff = eff.withColumn("partial", F.col("eff_end") < F.col("offset") + F.col("len"))
-        wo = Window.partitionBy("run_id", "path").orderBy("offset", "ts")
-        eff = eff.withColumn("prev_end", F.coalesce(F.lag("eff_end").over(wo), F.lit(0).cast("long")))
-        per = eff.groupBy("run_id", "path").agg(
-            F.min(F.when(F.col("offset") != F.col("prev_end"), F.col("prev_end"))).alias("gap_at"),
-            F.max("eff_end").alias("covered"),
-            F.max(F.col("partial").cast("int")).alias("partial"),
-            # in file order: the kept ranges have distinct offsets
-            F.array_sort(F.collect_list(F.struct("offset", "len", "crc"))).alias("ranges"))
+        ranges = writes.unionByName(resets)
+        if jvm.available(runs.spark, jvm.LAYOUT_UDF) if fast is None else fast:
+            per = _layout_jvm(ranges, rb)
+        else:
+            per = _layout_sql(ranges, rb)
         files = runs.fs_files.select("run_id", "path", F.col("len").alias("final_len"), "closed")
         j = rb.join(per, ["run_id", "path"], "left").join(files, ["run_id", "path"], "left")
         verifiable = (F.coalesce(F.col("partial"), F.lit(0)) == 0) & F.col("gap_at").isNull() \
@@ -110,13 +97,52 @@ def content_layout(runs: RunSet) -> DataFrame:
         j = j.withColumn("verifiable", verifiable)
         # the UDF runs on every row whatever the condition: give it only what it combines
         todo = F.col("verifiable") & (F.col("read_len") != 0)
-        combined = _combine_udf(F.when(todo, F.transform("ranges", lambda r: r["len"])),
-                                F.when(todo, F.transform("ranges", lambda r: r["crc"])))
+        combined = _combine_udf(F.when(todo, F.col("lens")), F.when(todo, F.col("crcs")))
         return j.withColumn("expected_crc", F.when(
             F.col("verifiable"),
             F.when(F.col("read_len") == 0, F.lit(0).cast("long")).otherwise(combined))
-        ).drop("ranges")
+        ).drop("lens", "crcs")
+    if fast is not None:        # a comparison of both forms (tests): not the shared table
+        return build()
     return runs.memo("content_layout", build)
+
+
+def _layout_jvm(ranges: DataFrame, rb: DataFrame) -> DataFrame:
+    """run_id, path, gap_at, covered, partial, lens, crcs: per file, by jvm.FileLayout
+    over the list of its ranges (one hash aggregation, no sort of all the writes)."""
+    per = (ranges.groupBy("run_id", "path")
+           .agg(F.collect_list(F.struct("ts", "eid", "offset", "len", "crc")).alias("_r"))
+           .join(rb.select("run_id", "path", "read_len"), ["run_id", "path"])
+           .select("run_id", "path",
+                   F.call_udf(jvm.LAYOUT_UDF, F.col("_r"), F.col("read_len")).alias("_l")))
+    return per.filter(F.col("_l").isNotNull()).select("run_id", "path", "_l.*")
+
+
+def _layout_sql(ranges: DataFrame, rb: DataFrame) -> DataFrame:
+    """The same as _layout_jvm with window functions (when the JVM helper is not loaded)."""
+    w_all = ranges.join(rb.select("run_id", "path", "read_len"), ["run_id", "path"])
+    # the least offset of every later row, as a running minimum in reverse time order
+    # (Spark recomputes a frame that ends at UNBOUNDED FOLLOWING for every row,
+    # quadratic in the writes of a file; one that starts at UNBOUNDED PRECEDING grows)
+    w = Window.partitionBy("run_id", "path").orderBy(F.desc("ts"), F.desc("eid")) \
+        .rowsBetween(Window.unboundedPreceding, -1)
+    big = F.lit(1 << 62).cast("long")
+    eff = (w_all.withColumn("later_min", F.min("offset").over(w))
+           .withColumn("eff_end", F.least(F.col("offset") + F.col("len"),
+                                          F.coalesce("later_min", big), F.col("read_len")))
+           .filter(F.col("eff_end") > F.col("offset")))
+    eff = eff.withColumn("partial", F.col("eff_end") < F.col("offset") + F.col("len"))
+    wo = Window.partitionBy("run_id", "path").orderBy("offset", "ts")
+    eff = eff.withColumn("prev_end", F.coalesce(F.lag("eff_end").over(wo), F.lit(0).cast("long")))
+    per = eff.groupBy("run_id", "path").agg(
+        F.min(F.when(F.col("offset") != F.col("prev_end"), F.col("prev_end"))).alias("gap_at"),
+        F.max("eff_end").alias("covered"),
+        F.max(F.col("partial").cast("int")).alias("partial"),
+        # in file order: the kept ranges have distinct offsets
+        F.array_sort(F.collect_list(F.struct("offset", "len", "crc"))).alias("ranges"))
+    return per.select("run_id", "path", "gap_at", "covered", "partial",
+                      F.transform("ranges", lambda r: r["len"]).alias("lens"),
+                      F.transform("ranges", lambda r: r["crc"]).alias("crcs"))
 
 
 def check_d2(runs: RunSet) -> Outcome:

@@ -1,4 +1,6 @@
-"""The verifier's own JVM code: `BulkLine.java`, the loader's fast path for bulk lines.
+"""The verifier's own JVM code: `BulkLine.java`, the loader's fast path for bulk lines,
+and `FileLayout.java`, which lays out each file's written ranges for D2 (checks/data.py)
+in one pass over the file's list instead of two window sorts over every write.
 
 Nearly every line of a large run is a plain client.write or client.ack. Spark's JSON
 reader parses one in about 1.9 microseconds of a core; BulkLine, a strict scanner that
@@ -6,9 +8,10 @@ knows only those lines' dozen fields, in about 0.4 (3 million lines: 5.6 -> 1.2 
 of reading them). It is compiled on first use with the
 JDK's `javac` against pyspark's own jars, into a jar in the user's cache folder
 (`$HDFS_CHAOS_CACHE`, else `$XDG_CACHE_HOME/hdfs-chaos`, else `~/.cache/hdfs-chaos`),
-named by a hash of the source and the Spark version so that an upgrade of either builds
+named by a hash of the sources and the Spark version so that an upgrade of either builds
 it anew. Without a JDK (a JRE has no javac) or with HDFS_CHAOS_FAST_PARSE=0 the loader
-parses every line with Spark's JSON reader: slower, same results.
+parses every line with Spark's JSON reader and D2 uses window functions: slower, same
+results (tests/verifier/test_load.py, test_layout.py).
 """
 
 from __future__ import annotations
@@ -25,9 +28,12 @@ import zipfile
 
 log = logging.getLogger(__name__)
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "BulkLine.java")
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCES = [os.path.join(HERE, "BulkLine.java"), os.path.join(HERE, "FileLayout.java")]
 CLASS = "hdfschaos.BulkLine"
 UDF_NAME = "hdfs_chaos_bulk_line"
+LAYOUT_CLASS = "hdfschaos.FileLayout"
+LAYOUT_UDF = "hdfs_chaos_file_layout"
 # BulkLine's result, in its field order: the narrow fields, then `dense`
 FIELD_ORDER = ("ts", "node", "role", "seq", "event", "path", "block", "offset", "len",
                "crc", "seqno", "acked")
@@ -70,10 +76,14 @@ def jar() -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _digest() -> str:
-    """What names the jar: a hash of the source and the Spark version (read once)."""
+    """What names the jar: a hash of the sources and the Spark version (read once)."""
     import pyspark
-    with open(SOURCE, "rb") as f:
-        return hashlib.sha256(f.read() + pyspark.__version__.encode()).hexdigest()[:16]
+    h = hashlib.sha256()
+    for src in SOURCES:
+        with open(src, "rb") as f:
+            h.update(f.read())
+    h.update(pyspark.__version__.encode())
+    return h.hexdigest()[:16]
 
 
 def _build(path: str) -> str | None:
@@ -81,7 +91,8 @@ def _build(path: str) -> str | None:
     javac = _javac()
     if javac is None:
         log.warning("no javac (a JDK 17+) on PATH or in JAVA_HOME: the verifier parses "
-                    "every log line with Spark's JSON reader (slower; same results)")
+                    "every log line with Spark's JSON reader and lays out D2's ranges with "
+                    "window functions (slower; same results)")
         return None
     classpath = os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")
     try:
@@ -89,7 +100,7 @@ def _build(path: str) -> str | None:
         with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as tmp:
             classes = os.path.join(tmp, "classes")
             proc = subprocess.run(
-                [javac, "--release", "17", "-nowarn", "-d", classes, "-cp", classpath, SOURCE],
+                [javac, "--release", "17", "-nowarn", "-d", classes, "-cp", classpath, *SOURCES],
                 capture_output=True, text=True, timeout=300)
             if proc.returncode != 0:
                 raise RuntimeError((proc.stderr or proc.stdout).strip().splitlines()[0])
@@ -103,8 +114,9 @@ def _build(path: str) -> str | None:
             os.replace(staged, path)     # atomic: a concurrent build leaves one whole jar
         return path
     except Exception as exc:  # no disk space, a broken JDK: the slow path still works
-        log.warning("cannot build the verifier's fast line parser (%s: %s); every log "
-                    "line goes through Spark's JSON reader (slower; same results)",
+        log.warning("cannot build the verifier's JVM helpers (%s: %s); every log line "
+                    "goes through Spark's JSON reader and D2 lays out ranges with window "
+                    "functions (slower; same results)",
                     type(exc).__name__, str(exc)[:300])
         return None
 
@@ -118,20 +130,32 @@ def return_type():
                         + [T.StructField("dense", T.BooleanType())])
 
 
+def layout_type():
+    """FileLayout's result type (see FileLayout.java)."""
+    from pyspark.sql import types as T
+    return T.StructType([
+        T.StructField("gap_at", T.LongType()), T.StructField("covered", T.LongType()),
+        T.StructField("partial", T.IntegerType()),
+        T.StructField("lens", T.ArrayType(T.LongType())),
+        T.StructField("crcs", T.ArrayType(T.LongType()))])
+
+
 def register(spark) -> bool:
-    """Registers BulkLine as UDF_NAME in `spark` (started with jar() in spark.jars);
-    False when the class is not there."""
+    """Registers BulkLine as UDF_NAME and FileLayout as LAYOUT_UDF in `spark` (started
+    with jar() in spark.jars); False when the classes are not there."""
     if not enabled():
         return False
     try:
         spark.udf.registerJavaFunction(UDF_NAME, CLASS, return_type())
+        spark.udf.registerJavaFunction(LAYOUT_UDF, LAYOUT_CLASS, layout_type())
         return True
     except Exception as exc:
-        log.warning("the verifier's fast line parser is not loaded (%s); every log line "
-                    "goes through Spark's JSON reader", str(exc).splitlines()[0][:200])
+        log.warning("the verifier's JVM helpers are not loaded (%s); every log line goes "
+                    "through Spark's JSON reader", str(exc).splitlines()[0][:200])
         return False
 
 
-def available(spark) -> bool:
-    """True when the fast path is on and BulkLine is registered in `spark`."""
-    return enabled() and spark.catalog.functionExists(UDF_NAME)
+def available(spark, udf: str = UDF_NAME) -> bool:
+    """True when the fast path is on and `udf` (BulkLine's by default) is registered in
+    `spark`."""
+    return enabled() and spark.catalog.functionExists(udf)

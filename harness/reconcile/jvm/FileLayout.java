@@ -1,0 +1,134 @@
+package hdfschaos;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.api.java.UDF2;
+
+import scala.collection.Seq;
+
+/**
+ * The D2 layout of one file (harness/reconcile/checks/data.py, content_layout): given
+ * every range written to it (client.write; a create or truncate is a range of length 0
+ * at its offset) and the length read back, which bytes the writers' ranges say the file
+ * holds. It computes in one pass over the file's ranges what the DataFrame form computes
+ * with two window sorts over every write of every file:
+ *
+ * <ul>
+ * <li>In time order (ts, then eid), a range starting at offset o discards everything
+ *     earlier at or beyond o; each range is cut at the least offset of the later ranges
+ *     and at the length read back (eff_end); a range left empty is dropped.</li>
+ * <li>The kept ranges, in offset order, give gap_at (the least end of a kept range that
+ *     the next one does not start at; 0 when the first does not start at 0), covered (the
+ *     greatest eff_end), partial (1 when a range was cut mid-way) and the ranges' lengths
+ *     and CRCs in file order, for the CRC combination.</li>
+ * </ul>
+ *
+ * Nulls behave as in Spark SQL: a range with no offset is dropped, one with no length
+ * keeps a null "partial", and a file with no range kept gives a null result (the left
+ * join of the DataFrame form). Input: array of struct(ts double, eid long, offset long,
+ * len long, crc long) and the length read back; result field order: gap_at, covered,
+ * partial, lens, crcs (data.py builds the matching type).
+ */
+public final class FileLayout implements UDF2<Seq<Row>, Long, Row> {
+    private static final long serialVersionUID = 1L;
+    private static final long BIG = 1L << 62;
+
+    @Override
+    public Row call(Seq<Row> ranges, Long readLen) {
+        if (ranges == null) {
+            return null;
+        }
+        int n = ranges.length();
+        double[] ts = new double[n];
+        long[] eid = new long[n];
+        Long[] offset = new Long[n];
+        Long[] len = new Long[n];
+        Long[] crc = new Long[n];
+        Integer[] byTime = new Integer[n];
+        for (int i = 0; i < n; i++) {
+            Row r = ranges.apply(i);
+            ts[i] = r.isNullAt(0) ? Double.NaN : r.getDouble(0);
+            eid[i] = r.isNullAt(1) ? Long.MIN_VALUE : r.getLong(1);
+            offset[i] = r.isNullAt(2) ? null : r.getLong(2);
+            len[i] = r.isNullAt(3) ? null : r.getLong(3);
+            crc[i] = r.isNullAt(4) ? null : r.getLong(4);
+            byTime[i] = i;
+        }
+        // latest first: ts, then eid, both descending (Spark's order: -0.0 equals 0.0,
+        // NaN is greater than any number)
+        Arrays.sort(byTime, (a, b) -> {
+            int c = compareDoubles(ts[b], ts[a]);
+            return c != 0 ? c : Long.compare(eid[b], eid[a]);
+        });
+        long[] effEnd = new long[n];
+        Boolean[] partial = new Boolean[n];
+        boolean[] kept = new boolean[n];
+        Long laterMin = null;
+        int nKept = 0;
+        for (int k = 0; k < n; k++) {
+            int i = byTime[k];
+            Long end = (offset[i] == null || len[i] == null) ? null : offset[i] + len[i];
+            // least() of Spark SQL: the least non-null value
+            long e = laterMin == null ? BIG : laterMin;
+            if (end != null && end < e) {
+                e = end;
+            }
+            if (readLen != null && readLen < e) {
+                e = readLen;
+            }
+            if (offset[i] != null && e > offset[i]) {
+                kept[i] = true;
+                effEnd[i] = e;
+                partial[i] = end == null ? null : e < end;
+                nKept++;
+            }
+            if (offset[i] != null && (laterMin == null || offset[i] < laterMin)) {
+                laterMin = offset[i];
+            }
+        }
+        if (nKept == 0) {
+            return null;
+        }
+        Integer[] byOffset = new Integer[nKept];
+        for (int i = 0, j = 0; i < n; i++) {
+            if (kept[i]) {
+                byOffset[j++] = i;
+            }
+        }
+        Arrays.sort(byOffset, (a, b) -> {
+            int c = Long.compare(offset[a], offset[b]);
+            if (c == 0) {
+                c = compareDoubles(ts[a], ts[b]);
+            }
+            return c != 0 ? c : Long.compare(eid[a], eid[b]);
+        });
+        Long gapAt = null;
+        long covered = Long.MIN_VALUE;
+        Integer part = null;
+        long prevEnd = 0;
+        List<Long> lens = new ArrayList<>(nKept);
+        List<Long> crcs = new ArrayList<>(nKept);
+        for (int i : byOffset) {
+            if (offset[i] != prevEnd && (gapAt == null || prevEnd < gapAt)) {
+                gapAt = prevEnd;
+            }
+            covered = Math.max(covered, effEnd[i]);
+            if (partial[i] != null) {
+                int p = partial[i] ? 1 : 0;
+                part = part == null ? p : Math.max(part, p);
+            }
+            lens.add(len[i]);
+            crcs.add(crc[i]);
+            prevEnd = effEnd[i];
+        }
+        return RowFactory.create(gapAt, covered, part, lens, crcs);
+    }
+
+    private static int compareDoubles(double x, double y) {
+        return x == y ? 0 : Double.compare(x, y);
+    }
+}
