@@ -29,7 +29,8 @@ import scala.collection.Seq;
  *
  * Nulls behave as in Spark SQL: a range with no offset is dropped, one with no length
  * keeps a null "partial", and a file with no range kept gives a null result (the left
- * join of the DataFrame form). Input: array of struct(ts double, eid long, offset long,
+ * join of the DataFrame form). ts and eid are never null: the loader keeps only events
+ * with the envelope, and gives each its eid. Input: array of struct(ts double, eid long, offset long,
  * len long, crc long) and the length read back; result field order: gap_at, covered,
  * partial, lens, crcs (data.py builds the matching type).
  */
