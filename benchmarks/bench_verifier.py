@@ -26,13 +26,20 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 
+def _proc_stat(path: str) -> tuple[str, list[str]]:
+    """The name and the fields after it of a /proc/.../stat file (the name, in
+    parentheses, may hold spaces)."""
+    with open(path) as f:
+        text = f.read()
+    return text[text.index("(") + 1:text.rindex(")")], text.rsplit(")", 1)[1].split()
+
+
 def _cpu_seconds(spark) -> float:
     """CPU seconds (user + system) used so far by this process, the Spark JVM and the
     JVM's Python workers: a measure that another load on the machine does not inflate
     the way it inflates wall time."""
     def stat(pid):
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        fields = _proc_stat(f"/proc/{pid}/stat")[1]
         return int(fields[1]), sum(int(x) for x in fields[11:15])  # ppid, u+s+cu+cs
     t = os.times()
     total = t.user + t.system
@@ -66,12 +73,9 @@ def _jvm_threads(spark) -> dict[str, float]:
         tick = os.sysconf("SC_CLK_TCK")
         for tid in os.listdir(f"/proc/{pid}/task"):
             try:
-                with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                    stat = f.read()
+                name, fields = _proc_stat(f"/proc/{pid}/task/{tid}/stat")
             except OSError:
                 continue
-            name = stat[stat.index("(") + 1:stat.rindex(")")]
-            fields = stat.rsplit(")", 1)[1].split()
             cpu = (int(fields[11]) + int(fields[12])) / tick
             kind = ("jit" if "CompilerThre" in name else "gc" if name.startswith("GC Thread")
                     else "tasks" if name.startswith("Executor task") else "other")

@@ -30,9 +30,9 @@ import scala.collection.Seq;
  * Nulls behave as in Spark SQL: a range with no offset is dropped, one with no length
  * keeps a null "partial", and a file with no range kept gives a null result (the left
  * join of the DataFrame form). ts and eid are never null: the loader keeps only events
- * with the envelope, and gives each its eid. Input: array of struct(ts double, eid long, offset long,
- * len long, crc long) and the length read back; result field order: gap_at, covered,
- * partial, lens, crcs (data.py builds the matching type).
+ * with the envelope, and gives each its eid. Input: array of struct(ts double, eid long,
+ * offset long, len long, crc long) and the length read back; result field order:
+ * gap_at, covered, partial, lens, crcs (jvm/__init__.py builds the matching type).
  */
 public final class FileLayout implements UDF2<Seq<Row>, Long, Row> {
     private static final long serialVersionUID = 1L;
@@ -52,8 +52,8 @@ public final class FileLayout implements UDF2<Seq<Row>, Long, Row> {
         Integer[] byTime = new Integer[n];
         for (int i = 0; i < n; i++) {
             Row r = ranges.apply(i);
-            ts[i] = r.isNullAt(0) ? Double.NaN : r.getDouble(0);
-            eid[i] = r.isNullAt(1) ? Long.MIN_VALUE : r.getLong(1);
+            ts[i] = r.getDouble(0);
+            eid[i] = r.getLong(1);
             offset[i] = r.isNullAt(2) ? null : r.getLong(2);
             len[i] = r.isNullAt(3) ? null : r.getLong(3);
             crc[i] = r.isNullAt(4) ? null : r.getLong(4);
