@@ -27,7 +27,10 @@ import dataclasses
 import glob
 import logging
 import os
+import re
 import threading
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, Callable
 
 import yaml
@@ -100,21 +103,47 @@ class RunSet:
         bad_envelope = (F.col("j.ts").isNull() | F.col("j.node").isNull()
                         | F.col("j.event").isNull())
         malformed = F.col(f"j.{CORRUPT}").isNotNull() | bad_envelope
-        self.rare_lines = self._cache(rare.select(
+        rare = rare.select(
             "run_id", "log", "eid", *[F.col(f"j.{n}").alias(n) for n, _ in ENVELOPE + FIELDS],
             F.coalesce(bad_envelope, F.lit(True)).alias("bad_envelope"),
-            F.coalesce(malformed, F.lit(True)).alias("malformed"), "raw")
-            .sortWithinPartitions("event"))
-        self.rare_lines.count()
-        self.rare = self.rare_lines.filter(~F.col("bad_envelope")).drop("bad_envelope")
-        self.events = self.bulk.unionByName(self.rare)
-        self.malformed = (self.rare_lines.filter(F.col("malformed"))
-                          .select("run_id", "log", "seq", "raw"))
+            F.coalesce(malformed, F.lit(True)).alias("malformed"), "raw"
+        ).sortWithinPartitions("event")
+        # That table is built in the background: in local mode it is one task, which
+        # leaves a core free for what needs only the bulk lines (RunSet.bulk_stats)
+        # and for final_state.json. Whatever reads the rare events waits for it
+        # (`rare_lines`, `rare`, `events`, `malformed`). Its query is planned in that
+        # thread, so a runtime setting that the caller changes at once (session_conf)
+        # may apply to it: none of them changes its rows.
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rare-events")
+        self._rare_built = pool.submit(self._build_rare, rare)
+        pool.shutdown(wait=False)
         self.final = self._keep(final)
         self.runs_df = spark.createDataFrame(
             [(r,) for r in sorted(runs)], T.StructType([T.StructField("run_id", T.StringType())]))
         self.conf = spark.createDataFrame(
             [_conf_row(info) for info in runs.values()], CONF_SCHEMA)
+
+    def _build_rare(self, rare: DataFrame) -> None:
+        self._rare_lines = self._cache(rare)
+        self._rare_lines.count()
+        self._rare = self._rare_lines.filter(~F.col("bad_envelope")).drop("bad_envelope")
+        self._events = self.bulk.unionByName(self._rare)
+        self._malformed = (self._rare_lines.filter(F.col("malformed"))
+                           .select("run_id", "log", "seq", "raw"))
+
+    def _after_rare(name: str, doc: str) -> property:     # used in the class body only
+        """A property that waits for the rare table's build, then gives `name`."""
+        def get(self) -> DataFrame:
+            self._rare_built.result()
+            return getattr(self, name)
+        return property(get, doc=doc)
+
+    rare_lines = _after_rare("_rare_lines", "Every line but the dense ones, parsed in full "
+                             "(bad_envelope and malformed marked).")
+    rare = _after_rare("_rare", "The events that are not dense bulk lines, with every field.")
+    events = _after_rare("_events", "Every event: the dense bulk lines and the rare events.")
+    malformed = _after_rare("_malformed", "run_id, log, seq, raw of every malformed line.")
+    del _after_rare
 
     # -- caching -------------------------------------------------------------------
     def _keep(self, df: DataFrame) -> DataFrame:
@@ -147,6 +176,7 @@ class RunSet:
     def close(self) -> None:
         """Release every kept DataFrame of these runs (their blocks leave memory and disk
         now, not whenever the JVM collects garbage)."""
+        wait([self._rare_built])
         for df in self._cached:
             try:
                 plan = df._jdf.queryExecution().logical()
@@ -217,11 +247,19 @@ class RunSet:
     @property
     def event_stats(self) -> DataFrame:
         """run_id, node, role, event, events, first_ts, last_ts, len_sum: per process and
-        event name, from the one pass over every event that the per-run facts need."""
-        return self.memo("event_stats", lambda: self.events
-                         .groupBy("run_id", "node", "role", "event")
-                         .agg(F.count(F.lit(1)).alias("events"), F.min("ts").alias("first_ts"),
-                              F.max("ts").alias("last_ts"), F.sum("len").alias("len_sum")))
+        event name, from the one pass over every event that the per-run facts need (the
+        bulk lines' part, `bulk_stats`, can run while the rare events are parsed)."""
+        def build():
+            keys = ["run_id", "node", "role", "event"]
+            return (self.bulk_stats.unionByName(_event_stats(self.rare)).groupBy(*keys)
+                    .agg(F.sum("events").alias("events"), F.min("first_ts").alias("first_ts"),
+                         F.max("last_ts").alias("last_ts"), F.sum("len_sum").alias("len_sum")))
+        return self.memo("event_stats", build)
+
+    @property
+    def bulk_stats(self) -> DataFrame:
+        """event_stats of the dense bulk lines alone."""
+        return self.memo("bulk_stats", lambda: _event_stats(self.bulk))
 
     @property
     def node_facts(self) -> DataFrame:
@@ -267,6 +305,12 @@ class RunSet:
                 d = out.setdefault(rid, {"count": 0, "sample": []})
                 d.setdefault("warnings", []).append(w_)
         return out
+
+
+def _event_stats(events: DataFrame) -> DataFrame:
+    return (events.groupBy("run_id", "node", "role", "event")
+            .agg(F.count(F.lit(1)).alias("events"), F.min("ts").alias("first_ts"),
+                 F.max("ts").alias("last_ts"), F.sum("len").alias("len_sum")))
 
 
 def extra_fields(df: DataFrame) -> DataFrame:
@@ -363,10 +407,33 @@ def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
 
 
 def _path_part(col: str, index: int):
-    """The `index`-th part (from the end) of a file URI: a folder or file name."""
+    """The `index`-th part (from the end) of a file URI: a folder or file name (the
+    per-row form of `_file_parts`, for a file it does not know)."""
     part = F.substring_index(F.substring_index(F.col(col), "/", index), "/", 1)
-    # the URI escapes odd characters; most names have none, and decoding costs
-    return F.when(part.contains("%") | part.contains("+"), F.url_decode(part)).otherwise(part)
+    # the URI escapes odd characters as %XX; url_decode would also read '+' as a space
+    return F.when(part.contains("%"), F.url_decode(F.replace(part, F.lit("+"), F.lit("%2B")))
+                  ).otherwise(part)
+
+
+def _file_parts(spark: SparkSession, df: DataFrame, suffix: str = "", **parts: int
+                ) -> DataFrame:
+    """`file` (a file URI as `_metadata.file_path` gives it) and, for each name in
+    `parts`, the part of the path at that index from the end (less `suffix` at its
+    end), for every file `df` reads. Joined on `file`, it names the rows of a file
+    once per file: cutting the parts out of every row's path took an eighth of the
+    load's CPU at 10 million events (JFR profile, benchmarks/bench_verifier.py)."""
+    rows = []
+    for uri in df.inputFiles():
+        names = urllib.parse.unquote(urllib.parse.urlsplit(uri).path).split("/")
+        picked = [names[i] if len(names) >= -i else None for i in parts.values()]
+        picked = [p[:-len(suffix)] if suffix and p and p.endswith(suffix) else p
+                  for p in picked]
+        # inputFiles() writes a local file file:///x, _metadata.file_path file:/x
+        for form in {uri, re.sub(r"^([a-z][a-z0-9+.-]*):///", r"\1:/", uri)}:
+            rows.append((form, *picked))
+    return spark.createDataFrame(rows, T.StructType(
+        [T.StructField("file", T.StringType())]
+        + [T.StructField(name, T.StringType()) for name in parts]))
 
 
 def _dense(value: Column, parsed: str, fields: list[str]) -> Column:
@@ -394,10 +461,12 @@ def _read_lines(spark: SparkSession, files: list[str], keep_raw: bool,
     verifier's own scanner (jvm.BulkLine), which takes a fifth of the time of Spark's
     JSON reader; without it, the JSON reader and `_dense` do."""
     if files:
-        text = spark.read.text(files).select(
-            "value", F.col("_metadata.file_path").alias("file"))
+        read = spark.read.text(files)
+        names = _file_parts(spark, read, ".jsonl", _run=-3, _log=-1)
+        text = (read.select("value", F.col("_metadata.file_path").alias("file"))
+                .join(F.broadcast(names), "file", "left"))
     else:
-        text = spark.createDataFrame([], "value string, file string")
+        text = spark.createDataFrame([], "value string, file string, _run string, _log string")
     fields = [f.name for f in NARROW_SCHEMA.fields if f.name != CORRUPT]
     if fast is None:
         fast = jvm.available(spark)
@@ -407,8 +476,8 @@ def _read_lines(spark: SparkSession, files: list[str], keep_raw: bool,
         parsed = F.from_json("value", NARROW_SCHEMA,
                              {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"})
     parsed = text.select(
-        _path_part("file", -3).alias("run_id"),
-        F.regexp_replace(_path_part("file", -1), r"\.jsonl$", "").alias("log"),
+        F.coalesce("_run", _path_part("file", -3)).alias("run_id"),
+        F.coalesce("_log", F.regexp_replace(_path_part("file", -1), r"\.jsonl$", "")).alias("log"),
         parsed.alias("j"), "value")
     dense = (F.col("j.dense") if fast
              else F.coalesce(_dense(F.col("value"), "j", fields), F.lit(False)))
@@ -425,7 +494,11 @@ def _read_final(spark: SparkSession, run_dirs: list[str]) -> DataFrame:
         df = (spark.read.schema(FINAL_STATE_SCHEMA)
               .option("multiLine", True).option("mode", "PERMISSIVE")
               .option("columnNameOfCorruptRecord", CORRUPT).json(paths))
-        return df.withColumn("run_id", _path_part("_metadata.file_path", -2))
+        names = _file_parts(spark, df, _run=-2)
+        return (df.withColumn("file", F.col("_metadata.file_path"))
+                .join(F.broadcast(names), "file", "left")
+                .withColumn("run_id", F.coalesce("_run", _path_part("file", -2)))
+                .drop("file", "_run"))
     # a new type: StructType.add would change the shared schema itself
     return spark.createDataFrame([], T.StructType(
         FINAL_STATE_SCHEMA.fields + [T.StructField("run_id", T.StringType())]))

@@ -49,6 +49,17 @@ def _builder(master: str):
          # (10k events: 24 -> 12 s). HDFS_CHAOS_SPARK_CONF can turn it back on to debug.
          .config("spark.python.sql.dataFrameDebugging.enabled", "false")
          .config("spark.python.worker.reuse", "true")
+         # Every hash aggregate, sort and broadcast hash join takes memory in pages, and
+         # Spark sizes a page from the heap: 64 MB for a few GB on 2 cores. The checks run
+         # hundreds of tiny aggregates, sorts and broadcasts, and each took a 64 MB page
+         # (a long[] that the JVM zeroes); a broadcast keeps its page until the driver
+         # collects garbage. At 10k events the live heap grew to 1-3 GB in the checks,
+         # with a full GC every few seconds; with 2 MB pages, 0.2-0.3 GB. At 10 million
+         # events (benchmarks/bench_verifier.py) the GC took 7-8 CPU-s instead of 24-31,
+         # and the checks 39.5-55.2 s against 52.0-70.6 s over three runs each (this VM's
+         # speed varies). A large aggregate just takes more pages.
+         # HDFS_CHAOS_SPARK_CONF can set another size.
+         .config("spark.buffer.pageSize", "2m")
          .config("spark.pyspark.python", sys.executable)
          .config("spark.pyspark.driver.python", sys.executable))
     if local:

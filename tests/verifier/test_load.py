@@ -29,6 +29,7 @@ LINES = [
     ('{' + W % 4 + ',"path":"/f\\u0041","len":1}', False),              # an escape
     ('{' + W % 5 + ',"path":"/f","len":1,"len":2}', False),             # a repeated key
     ('{' + W % 6 + ',"path":"/f","len":1,"zone":"a"}', False),           # an unknown key
+    ('{' + W % 27 + ',"pach":"/f","len":1}', False),                    # path's length and P
     ('{' + W % 7 + ',"path":"/f","len":1.5}', False),                   # a fraction, long
     ('{' + W % 8 + ',"path":"/f","len":1e3}', False),                   # an exponent, long
     ('{' + W % 9 + ',"path":"/f","len":012}', False),                   # a leading zero
@@ -164,3 +165,40 @@ def test_runs_without_final_state_leave_the_schema_alone(spark):
     from harness.reconcile.schema import FINAL_STATE_SCHEMA
     assert "run_id" in _read_final(spark, []).columns
     assert "run_id" not in FINAL_STATE_SCHEMA.fieldNames()
+
+
+ODD_NAMES = ["run a+b", "run%41 x", "rün ü", "run,=;#"]
+
+
+@pytest.mark.parametrize("per_file", [True, False])
+def test_odd_folder_and_file_names(spark, case_dirs, tmp_path, monkeypatch, per_file):
+    """The run id is the folder's name and the log the file's, however odd (a '+' is
+    not a space, '%41' is not 'A'): through the names joined per file, and through the
+    per-row form that a file the join does not know falls back on."""
+    import shutil
+    from pyspark.sql import functions as F
+    from harness.reconcile import load
+    src = next(d for d in case_dirs.values() if os.path.exists(os.path.join(d, "final_state.json")))
+    logs = sorted(f[:-len(".jsonl")] for f in os.listdir(os.path.join(src, "events")))
+    dirs = []
+    for name in ODD_NAMES:
+        shutil.copytree(src, tmp_path / name)
+        dirs.append(str(tmp_path / name))
+    os.rename(tmp_path / ODD_NAMES[0] / "events" / f"{logs[0]}.jsonl",
+              tmp_path / ODD_NAMES[0] / "events" / "c+1 %41.jsonl")
+    if per_file:      # the per-row form must not be needed
+        monkeypatch.setattr(load, "_path_part", lambda col, index: F.lit("not joined"))
+    else:
+        real = load._file_parts
+        monkeypatch.setattr(load, "_file_parts",
+                            lambda *a, **kw: real(*a, **kw).limit(0))   # knows no file
+    runs = load.load_runs(dirs, spark)
+    try:
+        got = {(r["run_id"], r["log"]) for r in runs.lines.select("run_id", "log").distinct().collect()}
+        want = {(n, log) for n in ODD_NAMES for log in logs}
+        want = (want - {(ODD_NAMES[0], logs[0])}) | {(ODD_NAMES[0], "c+1 %41")}
+        assert got == want
+        assert sorted(r["run_id"] for r in runs.final.select("run_id").collect()) == sorted(ODD_NAMES)
+        assert sorted(runs.runs) == sorted(ODD_NAMES)
+    finally:
+        runs.close()

@@ -80,14 +80,16 @@ def prepare_bulk(runs: RunSet) -> None:
     """Build the tables that the checks and metrics read from the bulk of the events
     (writes and acks): the per-process event counts and spans, the acks' progress per
     stream and block, the written ranges of every file. They are the few queries over
-    millions of rows; the checks then read only small tables. Two at a time.
+    millions of rows; the checks then read only small tables. All three at once: the
+    event stats of the bulk lines need no rare event, so they start while the loader
+    still parses those (load.RunSet), which in local mode keeps one core busy, not two.
 
     A table that cannot be built is left for the checks that need it: each of them then
     fails on its own as status `error`, and the other checks still run."""
     from . import data, pipeline
-    jobs = {"bounds": lambda: runs.bounds, "ack_progress": lambda: pipeline.ack_progress(runs),
-            "content_layout": lambda: data.content_layout(runs)}
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="bulk") as pool:
+    jobs = {"bounds": lambda: runs.bounds, "content_layout": lambda: data.content_layout(runs),
+            "ack_progress": lambda: pipeline.ack_progress(runs)}
+    with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="bulk") as pool:
         pending = {name: pool.submit(job) for name, job in jobs.items()}
         for name, f in pending.items():
             try:
