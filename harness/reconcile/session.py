@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 
-from . import jvm
+from . import jit, jvm
 
 DEFAULT_MASTER = "local[2]"
 _lock = threading.Lock()
@@ -116,6 +116,7 @@ def get_spark(master: str | None = None):
         spark.sparkContext.setLogLevel("ERROR")
         if jvm.jar():       # built (or found) when the session was made: no second warning
             jvm.register(spark)
+        jit.keep_planning_on_c1(spark)
         _spark, _master = spark, wanted
         atexit.register(stop_spark)
         return spark
