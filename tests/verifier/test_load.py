@@ -202,3 +202,30 @@ def test_odd_folder_and_file_names(spark, case_dirs, tmp_path, monkeypatch, per_
         assert sorted(runs.runs) == sorted(ODD_NAMES)
     finally:
         runs.close()
+
+
+def test_decimal_ts_is_the_correctly_rounded_double(scanner):
+    """BulkLine reads a plain decimal with one division (BulkLine.plainDecimal): it must
+    give the correctly rounded double, as Double.parseDouble and Python's float() do,
+    inside its fast path, at its edges (2^53, 22 decimals) and beyond them."""
+    import math
+    import random
+    from pyspark.sql import functions as F
+    from harness.reconcile import jvm
+    rnd = random.Random(5)
+    values = ["0.0", "-0.0", "0.1", "0.30000000000000004", "1790000000.5", "1e0",
+              "9007199254740.992", "9007199254740.993", "900719925474099.3",
+              "90071992547409.93", "1.0000000000000000000001", "0.0000000000000000000001",
+              "0.00000000000000000000001", "123456789.12345678", "-1763877013.123456",
+              "1.5e3", "4.9E-324", "1.7976931348623157e308", "0.000000000000000000000000001"]
+    for _ in range(3000):
+        whole = str(rnd.randrange(10 ** rnd.randint(0, 13)))
+        digits = "".join(rnd.choice("0123456789") for _ in range(rnd.randint(1, 14)))
+        values.append(("-" if rnd.random() < 0.1 else "") + whole + "." + digits)
+    lines = [(f'{{"ts":{v},"node":"c1","event":"client.ack"}}',) for v in values]
+    got = [r["j"] for r in scanner.createDataFrame(lines, "value string")
+           .select(F.call_udf(jvm.UDF_NAME, "value").alias("j")).collect()]
+    assert len(got) == len(values)
+    for v, j in zip(values, got):
+        assert j["dense"], v
+        assert j["ts"] == float(v) and math.copysign(1, j["ts"]) == math.copysign(1, float(v)), v

@@ -117,7 +117,10 @@ public final class BulkLine implements UDF1<String, Row> {
                         }
                         d = (double) Long.parseLong(s, i, vEnd, 10);
                     } else {
-                        d = Double.parseDouble(s.substring(i, vEnd));
+                        d = plainDecimal(s, i, vEnd);
+                        if (Double.isNaN(d)) {
+                            d = Double.parseDouble(s.substring(i, vEnd));
+                        }
                     }
                     if (Double.isInfinite(d)) {
                         return NOT_DENSE;
@@ -221,6 +224,45 @@ public final class BulkLine implements UDF1<String, Row> {
             }
         }
         return i;
+    }
+
+    private static final double[] POW10 = {
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+    /** The value of the JSON number [from, to) when it is a plain decimal whose digits,
+     * read as an integer m, are at most 2^53 with at most 22 after the point: then m and
+     * 10^f are both exact doubles, and m / 10^f is the one correctly rounded division,
+     * the very double Double.parseDouble gives (Clinger's fast path). NaN otherwise (an
+     * exponent, more digits): the caller parses those. Every ts is such a decimal, and
+     * parseDouble took 7% of the load's CPU at 10 million events (JFR). */
+    private static double plainDecimal(String s, int from, int to) {
+        int i = from;
+        boolean negative = s.charAt(i) == '-';
+        if (negative) {
+            i++;
+        }
+        long m = 0;
+        int fraction = -1;
+        for (; i < to; i++) {
+            char c = s.charAt(i);
+            if (c == '.') {
+                fraction = 0;
+                continue;
+            }
+            if (c < '0' || c > '9' || m > (1L << 53) / 10) {
+                return Double.NaN;
+            }
+            m = m * 10 + (c - '0');
+            if (fraction >= 0) {
+                fraction++;
+            }
+        }
+        if (m > 1L << 53 || fraction < 0 || fraction >= POW10.length) {
+            return Double.NaN;
+        }
+        double d = m / POW10[fraction];
+        return negative ? -d : d;
     }
 
     /** The index after the run of ASCII digits that starts at `i` (`i` itself if none). */
