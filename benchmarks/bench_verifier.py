@@ -216,9 +216,10 @@ def main(argv=None) -> int:
         spark.range(1).count()
         print(f"spark start-up: {time.perf_counter() - t:.1f}s")
         from harness.reconcile import jit
-        print("JIT directives: " + ("Spark's planning code, and everything during the checks, "
-                                    "kept on C1 (HDFS_CHAOS_JIT_DIRECTIVES=0: off)"
-                                    if jit.enabled() else "off"))
+        print("JIT directives: " + (
+            "Spark's planning code, and everything during the checks, kept on C1 "
+            "(HDFS_CHAOS_JIT_DIRECTIVES=0: off)" if jit.keep_planning_on_c1(spark)
+            else "none (turned off, or the JVM refused them)"))
 
         ref0 = _reference_loop()
         cpu0, steal0 = _cpu_seconds(spark), _steal_seconds()
