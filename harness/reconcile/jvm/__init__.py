@@ -136,8 +136,7 @@ def layout_type():
     return T.StructType([
         T.StructField("gap_at", T.LongType()), T.StructField("covered", T.LongType()),
         T.StructField("partial", T.IntegerType()),
-        T.StructField("lens", T.ArrayType(T.LongType())),
-        T.StructField("crcs", T.ArrayType(T.LongType()))])
+        T.StructField("crc", T.LongType())])
 
 
 def register(spark) -> bool:
