@@ -101,8 +101,8 @@ def test_both_forms_agree_on_random_histories(layout_udf, tmp_path):
         assert sum(g["partial"] == 1 for g in got) > 5
         assert sum(g["covered"] is not None and g["covered"] < g["read_len"] for g in got) > 5
         assert sum(bool(g["verifiable"]) for g in got) > 5
-        # ... and CRCs combined from many ranges of odd lengths (in the JVM for one form,
-        # with numpy for the other)
+        # ... and CRCs combined over more than 1 KiB of ranges of mixed lengths (in the
+        # JVM for one form, with numpy for the other)
         assert sum(g["expected_crc"] is not None and g["read_len"] > 1024 for g in got) > 5
     finally:
         runs.close()
