@@ -76,18 +76,28 @@ def content_layout(runs: RunSet, fast: bool | None = None) -> DataFrame:
     jvm.FileLayout when it is loaded, window functions otherwise (`fast` picks one: the
     tests compare them)."""
     def build():
+        in_jvm = jvm.available(runs.spark, jvm.LAYOUT_UDF) if fast is None else fast
+        if in_jvm:
+            dense = bulk_write_ranges(runs)     # first: it needs no rare event
         rb = runs.fs_readback.select("run_id", "path", F.col("len").alias("read_len"),
                                      F.col("crc").alias("read_crc"))
-        writes = runs.of("client.write").select("run_id", "path", "ts", "eid", "offset", "len", "crc")
         resets = (runs.of("nn.file.create").select("run_id", "path", "ts", "eid",
                                                    F.lit(0).cast("long").alias("offset"))
                   .unionByName(runs.of("nn.file.truncate")
                                .filter(F.coalesce(F.col("ok"), F.lit(True)))
                                .select("run_id", "path", "ts", "eid", F.col("len").alias("offset")))
                   .select("*", F.lit(0).cast("long").alias("len"), F.lit(0).cast("long").alias("crc")))
-        ranges = writes.unionByName(resets)
-        in_jvm = jvm.available(runs.spark, jvm.LAYOUT_UDF) if fast is None else fast
-        per = _layout_jvm(ranges, rb) if in_jvm else _layout_sql(ranges, rb)
+        if in_jvm:
+            # the rare events' ranges (resets, writes that are not dense lines) join the
+            # dense writes' lists: FileLayout puts each file's ranges in time order itself
+            rare = (runs.rare.filter(F.col("event") == "client.write")
+                    .select("run_id", "path", "ts", "eid", "offset", "len", "crc")
+                    .unionByName(resets))
+            per = _layout_jvm(_range_lists(rare), dense, rb)
+        else:
+            writes = runs.of("client.write").select("run_id", "path", "ts", "eid", "offset",
+                                                    "len", "crc")
+            per = _layout_sql(writes.unionByName(resets), rb)
         files = runs.fs_files.select("run_id", "path", F.col("len").alias("final_len"), "closed")
         j = rb.join(per, ["run_id", "path"], "left").join(files, ["run_id", "path"], "left")
         verifiable = (F.coalesce(F.col("partial"), F.lit(0)) == 0) & F.col("gap_at").isNull() \
@@ -108,16 +118,38 @@ def content_layout(runs: RunSet, fast: bool | None = None) -> DataFrame:
     return runs.memo("content_layout", build)
 
 
-def _layout_jvm(ranges: DataFrame, rb: DataFrame) -> DataFrame:
+_RANGE = T.StructType([T.StructField("ts", T.DoubleType()), T.StructField("eid", T.LongType()),
+                       T.StructField("offset", T.LongType()), T.StructField("len", T.LongType()),
+                       T.StructField("crc", T.LongType())])
+
+
+def _range_lists(ranges: DataFrame) -> DataFrame:
+    """run_id, path, ranges: each file's ranges (ts, eid, offset, len, crc) in a list."""
+    return ranges.groupBy("run_id", "path").agg(F.collect_list(F.struct(
+        *[F.col(f.name).cast(f.dataType).alias(f.name) for f in _RANGE.fields])).alias("ranges"))
+
+
+def bulk_write_ranges(runs: RunSet) -> DataFrame:
+    """run_id, path, ranges: the ranges of the dense client.write lines, listed per file
+    (the bulk of content_layout's input). Needs no rare event, so prepare_bulk builds it
+    while the loader still parses those."""
+    return runs.memo("bulk_write_ranges", lambda: _range_lists(
+        runs.bulk.filter(F.col("event") == "client.write")))
+
+
+def _layout_jvm(rare: DataFrame, dense: DataFrame, rb: DataFrame) -> DataFrame:
     """run_id, path, gap_at, covered, partial, ranges_crc: per file, by jvm.FileLayout
-    over the list of its ranges (one hash aggregation, no sort of all the writes), which
-    also combines the kept ranges' CRCs (at 10 million events, handing their 5 million
-    lengths and CRCs to the pandas UDF took a Python worker and some 5 s)."""
-    per = (ranges.groupBy("run_id", "path")
-           .agg(F.collect_list(F.struct("ts", "eid", "offset", "len", "crc")).alias("_r"))
+    over the list of its ranges (`rare` and `dense`, two _range_lists: one hash
+    aggregation, no sort of all the writes), which also combines the kept ranges' CRCs
+    (at 10 million events, handing their 5 million lengths and CRCs to the pandas UDF
+    took a Python worker and some 5 s)."""
+    none = F.array().cast(T.ArrayType(_RANGE))
+    per = (dense.withColumnRenamed("ranges", "_d")
+           .join(rare.withColumnRenamed("ranges", "_q"), ["run_id", "path"], "full")
            .join(rb.select("run_id", "path", "read_len"), ["run_id", "path"])
-           .select("run_id", "path",
-                   F.call_udf(jvm.LAYOUT_UDF, F.col("_r"), F.col("read_len")).alias("_l")))
+           .select("run_id", "path", F.call_udf(
+               jvm.LAYOUT_UDF, F.concat(F.coalesce("_d", none), F.coalesce("_q", none)),
+               F.col("read_len")).alias("_l")))
     return per.filter(F.col("_l").isNotNull()).select(
         "run_id", "path", "_l.gap_at", "_l.covered", "_l.partial",
         F.col("_l.crc").alias("ranges_crc"))

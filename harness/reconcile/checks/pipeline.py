@@ -30,17 +30,69 @@ def _pipeline_errors(runs: RunSet) -> DataFrame:
     return runs.memo("pipeline_errors", build)
 
 
-def ack_progress(runs: RunSet) -> DataFrame:
+def ack_progress(runs: RunSet, split: bool = True) -> DataFrame:
     """run_id, node, path, s_open, block, last_ts, max_acked: how far the acks of each
     block of each output stream got. One pass over the acks (the bulk of a client's log),
-    made once for all the checks."""
+    made once for all the checks.
+
+    Which stream an ack belongs to needs the streams' opens, rare events that the loader
+    parses in the background; the acks are dense lines. So the pass over them is split
+    (`split`, the default; the tests compare both forms): `bulk_ack_blocks` sums up the
+    dense acks per client, path and block while the rare events are still parsed
+    (prepare_bulk), and only then are those sums placed in streams. A block whose dense
+    acks do not all fall in one stream (an append that goes on with the file's last
+    block, acks logged before any open) has its acks placed one by one instead, as the
+    unsplit form places all of them."""
+    if not split:
+        acks = assign_stream(runs.of("client.ack").select(*_ACK_COLS), client_streams(runs))
+        return _per_stream_block(acks)
+
     def build():
-        acks = assign_stream(runs.of("client.ack").select("run_id", "node", "path", "ts",
-                                                           "block", "acked"),
-                             client_streams(runs))
-        return acks.groupBy("run_id", "node", "path", "s_open", "block").agg(
-            F.max("ts").alias("last_ts"), F.max("acked").alias("max_acked"))
+        pre = bulk_ack_blocks(runs)       # first: it needs no rare event
+        streams = client_streams(runs)
+        s = streams.select(F.col("run_id").alias("_r"), F.col("node").alias("_n"),
+                           F.col("path").alias("_p"), "s_open", "s_next", "s_holder")
+        inside = ((pre["run_id"] == s["_r"]) & (pre["node"] == s["_n"])
+                  & (pre["path"] == s["_p"]) & (pre["first_ts"] >= s["s_open"])
+                  & (s["s_next"].isNull() | (pre["last_ts"] < s["s_next"])))
+        # streams of a client and path are disjoint spans: at most one holds a block's acks
+        placed = pre.join(F.broadcast(s), inside, "left")
+        whole = placed.filter(F.col("s_open").isNotNull()).select(
+            "run_id", "node", "path", "s_open", "block", "last_ts", "max_acked")
+        spread = placed.filter(F.col("s_open").isNull()).select(
+            *[F.col(k).alias("_" + k) for k in _ACK_KEYS])
+        one_by_one = runs.rare.filter(F.col("event") == "client.ack").select(*_ACK_COLS)
+        spread_rows = spread.collect()     # a few blocks, if any (none: no scan of the acks)
+        if spread_rows:
+            keys = runs.spark.createDataFrame(spread_rows, spread.schema)
+            dense = runs.bulk.filter(F.col("event") == "client.ack")
+            dense = dense.join(F.broadcast(keys), [dense[k].eqNullSafe(keys["_" + k])
+                                                   for k in _ACK_KEYS], "left_semi")
+            one_by_one = one_by_one.unionByName(dense.select(*_ACK_COLS))
+        return (whole.unionByName(_per_stream_block(assign_stream(one_by_one, streams)))
+                .groupBy("run_id", "node", "path", "s_open", "block")
+                .agg(F.max("last_ts").alias("last_ts"), F.max("max_acked").alias("max_acked")))
     return runs.memo("ack_progress", build)
+
+
+_ACK_KEYS = ("run_id", "node", "path", "block")
+_ACK_COLS = ("run_id", "node", "path", "ts", "block", "acked")
+
+
+def _per_stream_block(acks: DataFrame) -> DataFrame:
+    return acks.groupBy("run_id", "node", "path", "s_open", "block").agg(
+        F.max("ts").alias("last_ts"), F.max("acked").alias("max_acked"))
+
+
+def bulk_ack_blocks(runs: RunSet) -> DataFrame:
+    """run_id, node, path, block, first_ts, last_ts, max_acked: the dense client.ack
+    lines summed up per client, path and block. Needs no rare event, so prepare_bulk
+    builds it while the loader still parses those."""
+    return runs.memo("bulk_ack_blocks", lambda: runs.bulk
+                     .filter(F.col("event") == "client.ack")
+                     .groupBy(*_ACK_KEYS)
+                     .agg(F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
+                          F.max("acked").alias("max_acked")))
 
 
 def check_p1(runs: RunSet) -> Outcome:
