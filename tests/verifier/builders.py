@@ -9,10 +9,13 @@ block recovery.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
 import zlib
 from collections import defaultdict
+from typing import Callable
 
 import yaml
 
@@ -308,3 +311,27 @@ def lease_recovery(run_id: str, config=None, expect=None, answers=None, final_le
         {dn: [replica(1001, 1002, final_len)] for dn in dns} | {"dn4": []},
         readback={"/f": {"len": final_len, "crc": crc("/f", 0, final_len)}})
     return r
+
+
+def write_logs(run_dir: str, logs: dict[str, list[dict]], **common) -> None:
+    """events/<node>.jsonl for each node's records, as given, each with `common` and its
+    seq added."""
+    for node, recs in logs.items():
+        with open(os.path.join(run_dir, "events", f"{node}.jsonl"), "w") as out:
+            for seq, r in enumerate(recs):
+                out.write(json.dumps({**r, **common, "seq": seq}) + "\n")
+
+
+@contextlib.contextmanager
+def random_runs(spark, root: str, seed: int, count: int,
+                make: Callable[[str, random.Random, int], str]):
+    """`count` run folders written by make(root, rng, i) from one seeded generator,
+    loaded together into a RunSet (released afterwards): for the tests that compare two
+    forms of a table on random histories."""
+    from harness.reconcile.load import load_runs
+    rng = random.Random(seed)
+    runs = load_runs([make(root, rng, i) for i in range(count)], spark)
+    try:
+        yield runs
+    finally:
+        runs.close()

@@ -13,6 +13,8 @@ import random
 
 import pytest
 
+from builders import random_runs, write_logs
+
 pytestmark = pytest.mark.spark
 
 T0 = 1790000000.0
@@ -67,19 +69,13 @@ def _random_run(root: str, rng: random.Random, i: int) -> str:
                         rec["note"] = "an unknown field: not a dense line"
                     recs.append(rec)
     for node, recs in logs.items():
-        with open(os.path.join(d, "events", f"{node}.jsonl"), "w") as out:
-            for seq, r in enumerate(recs):
-                out.write(json.dumps({**r, "node": node, "role": "client", "seq": seq}) + "\n")
+        write_logs(d, {node: recs}, node=node, role="client")
     return d
 
 
 def test_both_forms_agree_on_random_histories(spark, tmp_path):
     from harness.reconcile.checks.pipeline import bulk_ack_blocks
-    from harness.reconcile.load import load_runs
-    rng = random.Random(20261123)
-    dirs = [_random_run(str(tmp_path), rng, i) for i in range(60)]
-    runs = load_runs(dirs, spark)
-    try:
+    with random_runs(spark, str(tmp_path), 20261123, 60, _random_run) as runs:
         got, direct = _both(runs)
         assert got == direct
         assert len(got) > 300
@@ -93,5 +89,3 @@ def test_both_forms_agree_on_random_histories(spark, tmp_path):
             & (F.col("last_ts") >= F.col("s_open"))).select("run_id", "node", "path", "block")
         assert spans.distinct().count() > 20
         assert runs.rare.filter("event = 'client.ack'").count() > 20
-    finally:
-        runs.close()

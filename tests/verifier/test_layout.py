@@ -11,6 +11,8 @@ import random
 
 import pytest
 
+from builders import random_runs, write_logs
+
 pytestmark = pytest.mark.spark
 
 T0 = 1790000000.0
@@ -78,21 +80,14 @@ def _random_run(root: str, rng: random.Random, i: int) -> str:
         readback[path] = {"len": read_len, "crc": rng.randint(0, 2**32 - 1)}
         files.append({"path": path, "closed": True, "len": read_len, "replication": 3,
                       "blocks": []})
-    for node, recs in (("c1", client), ("nn", nn)):
-        with open(os.path.join(d, "events", f"{node}.jsonl"), "w") as out:
-            for seq, r in enumerate(recs):
-                out.write(json.dumps({**r, "seq": seq}) + "\n")
+    write_logs(d, {"c1": client, "nn": nn})
     with open(os.path.join(d, "final_state.json"), "w") as out:
         json.dump({"files": files, "leases": [], "datanodes": {}, "readback": readback}, out)
     return d
 
 
 def test_both_forms_agree_on_random_histories(layout_udf, tmp_path):
-    from harness.reconcile.load import load_runs
-    rng = random.Random(20261122)
-    dirs = [_random_run(str(tmp_path), rng, i) for i in range(120)]
-    runs = load_runs(dirs, layout_udf)
-    try:
+    with random_runs(layout_udf, str(tmp_path), 20261122, 120, _random_run) as runs:
         got, slow = _both(runs)
         assert got == slow
         assert len(got) > 150
@@ -104,5 +99,3 @@ def test_both_forms_agree_on_random_histories(layout_udf, tmp_path):
         # ... and CRCs combined over more than 1 KiB of ranges of mixed lengths (in the
         # JVM for one form, with numpy for the other)
         assert sum(g["expected_crc"] is not None and g["read_len"] > 1024 for g in got) > 5
-    finally:
-        runs.close()
