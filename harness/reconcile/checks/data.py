@@ -139,8 +139,8 @@ def bulk_write_ranges(runs: RunSet) -> DataFrame:
 
 def _layout_jvm(rare: DataFrame, dense: DataFrame, rb: DataFrame) -> DataFrame:
     """run_id, path, gap_at, covered, partial, ranges_crc: per file, by jvm.FileLayout
-    over the list of its ranges (`rare` and `dense`, two _range_lists: one hash
-    aggregation, no sort of all the writes), which also combines the kept ranges' CRCs
+    over the list of its ranges (`rare` and `dense`, each a _range_lists: hash
+    aggregations, no sort of all the writes), which also combines the kept ranges' CRCs
     (at 10 million events, handing their 5 million lengths and CRCs to the pandas UDF
     took a Python worker and some 5 s)."""
     none = F.array().cast(T.ArrayType(_RANGE))
