@@ -120,14 +120,17 @@ def client_streams(runs: RunSet) -> DataFrame:
     return runs.memo("client_streams", build)
 
 
-def assign_stream(df: DataFrame, streams: DataFrame) -> DataFrame:
-    """Adds s_open / s_holder: the stream of the same client and path open at each row's
-    ts (rows of no stream are dropped)."""
+def assign_stream(df: DataFrame, streams: DataFrame, first: str = "ts", last: str = "ts",
+                  how: str = "inner") -> DataFrame:
+    """Adds s_open / s_holder: the stream of the same client and path open from each
+    row's `first` to its `last` time (a span: streams of a client and path are disjoint,
+    so at most one holds it). Rows of no stream are dropped (`how` "left": kept, with
+    nulls)."""
     s = streams.select(F.col("run_id").alias("_r"), F.col("node").alias("_n"),
                        F.col("path").alias("_p"), "s_open", "s_next", "s_holder")
     cond = ((df["run_id"] == s["_r"]) & (df["node"] == s["_n"]) & (df["path"] == s["_p"])
-            & (df["ts"] >= s["s_open"]) & (s["s_next"].isNull() | (df["ts"] < s["s_next"])))
-    return df.join(F.broadcast(s), cond, "inner").drop("_r", "_n", "_p", "s_next")
+            & (df[first] >= s["s_open"]) & (s["s_next"].isNull() | (df[last] < s["s_next"])))
+    return df.join(F.broadcast(s), cond, how).drop("_r", "_n", "_p", "s_next")
 
 
 def node_deaths(runs: RunSet) -> DataFrame:

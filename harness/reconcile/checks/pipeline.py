@@ -50,13 +50,7 @@ def ack_progress(runs: RunSet, split: bool = True) -> DataFrame:
     def build():
         pre = bulk_ack_blocks(runs)       # first: it needs no rare event
         streams = client_streams(runs)
-        s = streams.select(F.col("run_id").alias("_r"), F.col("node").alias("_n"),
-                           F.col("path").alias("_p"), "s_open", "s_next", "s_holder")
-        inside = ((pre["run_id"] == s["_r"]) & (pre["node"] == s["_n"])
-                  & (pre["path"] == s["_p"]) & (pre["first_ts"] >= s["s_open"])
-                  & (s["s_next"].isNull() | (pre["last_ts"] < s["s_next"])))
-        # streams of a client and path are disjoint spans: at most one holds a block's acks
-        placed = pre.join(F.broadcast(s), inside, "left")
+        placed = assign_stream(pre, streams, first="first_ts", last="last_ts", how="left")
         whole = placed.filter(F.col("s_open").isNotNull()).select(
             "run_id", "node", "path", "s_open", "block", "last_ts", "max_acked")
         spread = placed.filter(F.col("s_open").isNull()).select(
