@@ -67,7 +67,9 @@ def block_slices(data: bytes, block_lens: list[int]) -> list[bytes]:
 
 def healthy(report: dict, data: bytes, replication: int, exclude: tuple = ()) -> bool:
     """Every block COMPLETE with `replication` FINALIZED replicas (outside `exclude`) of
-    the block's GS and length whose CRC is that of the block's bytes."""
+    the block's GS and length whose CRC is that of the block's bytes, and the NameNode's
+    locations are exactly those replicas: a DataNode's incremental block report travels
+    on its own thread, so a replica can be FINALIZED on disk before the NameNode lists it."""
     if not report["closed"] or report["len"] != len(data):
         return False
     slices = block_slices(data, [b["len"] for b in report["blocks"]])
@@ -78,6 +80,8 @@ def healthy(report: dict, data: bytes, replication: int, exclude: tuple = ()) ->
         good = [r for r in live if r["state"] == "FINALIZED" and r["gs"] == b["gs"]
                 and r["len"] == b["len"] and r["crc"] == zlib.crc32(chunk)]
         if len(good) != replication or len(live) != replication:
+            return False
+        if sorted(b["locations"]) != sorted(r["dn"] for r in good):
             return False
     return True
 
