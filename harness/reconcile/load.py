@@ -19,6 +19,16 @@ events the checks look up again and again, and anything unusual) is parsed again
 full into a small table of its own, which `RunSet.of` scans instead of all lines. The
 narrow parse is the verifier's own scanner (`jvm.BulkLine`) when a JDK could compile it,
 Spark's JSON reader otherwise; both take and give the same lines (tests/verifier/test_load.py).
+
+With that scanner the dense lines are not even kept: `jvm.DenseFold` reads every line
+once, gives back those that are not dense, and folds the dense ones into the three
+tables that are all the checks read of them (per-process event stats, per-block ack
+sums, per-file lists of written ranges; `RunSet.folded_part`). At 10 million events
+that took the verification from 77 s and 147 CPU-s to 63 s and 116 CPU-s: building the
+columnar cache of ten million rows, then aggregating it again, was most of the load and
+the bulk summaries (benchmarks/bench_verifier.py; tests/verifier/test_fold.py proves both
+forms give the same tables). `RunSet.bulk` still gives the dense lines, read and parsed
+again, for the rare query that needs them one by one.
 """
 
 from __future__ import annotations
@@ -69,7 +79,8 @@ class RunSet:
     """The loaded runs: cached event and final-state DataFrames plus per-run facts."""
 
     def __init__(self, spark: SparkSession, runs: dict[str, RunInfo], lines: DataFrame,
-                 final: DataFrame, rare_partitions: int | None = None):
+                 final: DataFrame, rare_partitions: int | None = None,
+                 folded: DataFrame | None = None):
         self.spark = spark
         self.runs = runs
         self._cached: list[DataFrame] = []
@@ -77,10 +88,22 @@ class RunSet:
         self._memo_locks: dict[str, threading.RLock] = {}
         self._lock = threading.Lock()
         # Every line once, narrow (see the module docstring); `dense` marks the bulk
-        # events that the narrow columns hold entirely.
+        # events that the narrow columns hold entirely. Built now, at full parallelism
+        # (the rare table coalesces). Or, `folded` (jvm.fold of the same text), only the
+        # lines that are not dense, and the dense ones folded into the summaries that the
+        # checks read of them (`folded_part`): then `lines`, and `bulk`, are read and
+        # parsed again if they are ever asked for, with the same eids.
         with session_conf(spark, BIG_CACHE):
-            self.lines = self._cache(lines)
-            self.lines.count()    # built now, at full parallelism (the rare table coalesces)
+            if folded is None:
+                self.lines = self._cache(lines)
+                self.lines.count()
+                others = self.lines.filter(~F.col("dense"))
+            else:
+                self.lines = lines
+                folded = self._cache(folded)
+                folded.count()
+                others = folded.filter(F.col("kind") == jvm.RARE)
+        self.folded = folded
         bulk = self.lines.filter("dense")
         self.bulk = bulk.select(
             "run_id", "log", "eid",
@@ -95,7 +118,7 @@ class RunSet:
         # cores busy instead.
         if rare_partitions is None:
             rare_partitions = 1 if is_local(spark) else spark.sparkContext.defaultParallelism
-        rare = (self.lines.filter(~F.col("dense")).coalesce(rare_partitions)
+        rare = (others.coalesce(rare_partitions)
                 .select("run_id", "log", "eid", "raw",
                         F.from_json("raw", EVENT_SCHEMA,
                                     {"columnNameOfCorruptRecord": CORRUPT,
@@ -265,7 +288,22 @@ class RunSet:
     @property
     def bulk_stats(self) -> DataFrame:
         """event_stats of the dense bulk lines alone."""
-        return self.memo("bulk_stats", lambda: _event_stats(self.bulk))
+        def build():
+            part = self.folded_part(jvm.STATS)
+            if part is None:
+                return _event_stats(self.bulk)
+            return part.groupBy("run_id", "node", "role", "event").agg(
+                F.sum("events").alias("events"), F.min("first_ts").alias("first_ts"),
+                F.max("last_ts").alias("last_ts"), F.sum("len_sum").alias("len_sum"))
+        return self.memo("bulk_stats", build)
+
+    def folded_part(self, kind: int) -> DataFrame | None:
+        """The partial summaries of the dense lines of one `kind` (jvm.STATS, ACKS,
+        WRITES) that the loader folded them into, a row per key and partition (see
+        DenseFold.java for their columns); None when the loader kept the lines instead."""
+        if self.folded is None:
+            return None
+        return self.folded.filter(F.col("kind") == kind)
 
     @property
     def node_facts(self) -> DataFrame:
@@ -392,11 +430,14 @@ def read_run_info(run_dir: str) -> RunInfo:
 
 
 def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
-              keep_raw: bool = False) -> RunSet:
+              keep_raw: bool = False, fold: bool | None = None) -> RunSet:
     """Read the given run folders into one RunSet (Spark reads and parses them now).
 
     `raw` holds the text of every line except the bulk events whose keys are all known
     and set (those have no unknown field to keep); `keep_raw` keeps theirs too.
+    `fold` (default: unless `keep_raw`, when the verifier's JVM code is loaded) keeps
+    only the summaries of the dense lines that the checks read (jvm.DenseFold), not the
+    lines themselves.
     """
     spark = spark or get_spark()
     infos: dict[str, RunInfo] = {}
@@ -408,8 +449,17 @@ def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
                              "run ids must be unique")
         infos[info.run_id] = info
     files = [f for info in infos.values() for f in info.event_files]
-    return RunSet(spark, infos, _read_lines(spark, files, keep_raw),
-                  _read_final(spark, [i.run_dir for i in infos.values() if i.has_final_state]))
+    if fold is None:
+        fold = not keep_raw and jvm.available(spark)
+    if fold and keep_raw:
+        raise ValueError("fold keeps no text of the dense lines: it cannot go with keep_raw")
+    if fold and not jvm.available(spark):
+        raise ValueError("fold needs the verifier's JVM code, which is not loaded "
+                         "(a JDK's javac builds it; HDFS_CHAOS_FAST_PARSE=0 turns it off)")
+    text = _read_text(spark, files)
+    return RunSet(spark, infos, _read_lines(spark, text, keep_raw),
+                  _read_final(spark, [i.run_dir for i in infos.values() if i.has_final_state]),
+                  folded=jvm.fold(text) if fold else None)
 
 
 def _path_part(col: str, index: int):
@@ -458,14 +508,8 @@ def _dense(value: Column, parsed: str, fields: list[str]) -> Column:
             & (colons == set_fields))
 
 
-def _read_lines(spark: SparkSession, files: list[str], keep_raw: bool,
-                fast: bool | None = None) -> DataFrame:
-    """run_id, log, eid, the envelope and narrow fields, dense, raw: every line once.
-
-    The narrow fields are those of the dense lines (the others are parsed again in
-    full). `fast` (default: when it is loaded) finds and parses the dense lines with the
-    verifier's own scanner (jvm.BulkLine), which takes a fifth of the time of Spark's
-    JSON reader; without it, the JSON reader and `_dense` do."""
+def _read_text(spark: SparkSession, files: list[str]) -> DataFrame:
+    """run_id, log, value: every line of `files`, named by its run folder and log file."""
     if files:
         read = spark.read.text(files)
         names = _file_parts(spark, read, ".jsonl", _run=-3, _log=-1)
@@ -473,6 +517,22 @@ def _read_lines(spark: SparkSession, files: list[str], keep_raw: bool,
                 .join(F.broadcast(names), "file", "left"))
     else:
         text = spark.createDataFrame([], "value string, file string, _run string, _log string")
+    return text.select(
+        F.coalesce("_run", _path_part("file", -3)).alias("run_id"),
+        F.coalesce("_log", F.regexp_replace(_path_part("file", -1), r"\.jsonl$", "")).alias("log"),
+        "value")
+
+
+def _read_lines(spark: SparkSession, files: list[str] | DataFrame, keep_raw: bool,
+                fast: bool | None = None) -> DataFrame:
+    """run_id, log, eid, the envelope and narrow fields, dense, raw: every line once
+    (`files`, or the `_read_text` of them).
+
+    The narrow fields are those of the dense lines (the others are parsed again in
+    full). `fast` (default: when it is loaded) finds and parses the dense lines with the
+    verifier's own scanner (jvm.BulkLine), which takes a fifth of the time of Spark's
+    JSON reader; without it, the JSON reader and `_dense` do."""
+    text = files if isinstance(files, DataFrame) else _read_text(spark, files)
     fields = [f.name for f in NARROW_SCHEMA.fields if f.name != CORRUPT]
     if fast is None:
         fast = jvm.available(spark)
@@ -481,12 +541,11 @@ def _read_lines(spark: SparkSession, files: list[str], keep_raw: bool,
     else:
         parsed = F.from_json("value", NARROW_SCHEMA,
                              {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"})
-    parsed = text.select(
-        F.coalesce("_run", _path_part("file", -3)).alias("run_id"),
-        F.coalesce("_log", F.regexp_replace(_path_part("file", -1), r"\.jsonl$", "")).alias("log"),
-        parsed.alias("j"), "value")
+    parsed = text.select("run_id", "log", parsed.alias("j"), "value")
     dense = (F.col("j.dense") if fast
              else F.coalesce(_dense(F.col("value"), "j", fields), F.lit(False)))
+    # the eid of a line is its place in its partition of `text`: jvm.DenseFold gives
+    # the lines it folds the same
     return parsed.select(
         "run_id", "log", F.monotonically_increasing_id().alias("eid"),
         *[F.col(f"j.{n}").alias(n) for n in fields],

@@ -133,8 +133,13 @@ def bulk_write_ranges(runs: RunSet) -> DataFrame:
     """run_id, path, ranges: the ranges of the dense client.write lines, listed per file
     (the bulk of content_layout's input). Needs no rare event, so prepare_bulk builds it
     while the loader still parses those."""
-    return runs.memo("bulk_write_ranges", lambda: _range_lists(
-        runs.bulk.filter(F.col("event") == "client.write")))
+    def build():
+        part = runs.folded_part(jvm.WRITES)     # the loader's lists per partition
+        if part is not None:
+            return part.groupBy("run_id", "path").agg(
+                F.flatten(F.collect_list("ranges")).alias("ranges"))
+        return _range_lists(runs.bulk.filter(F.col("event") == "client.write"))
+    return runs.memo("bulk_write_ranges", build)
 
 
 def _layout_jvm(rare: DataFrame, dense: DataFrame, rb: DataFrame) -> DataFrame:

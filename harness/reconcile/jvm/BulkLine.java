@@ -47,52 +47,65 @@ public final class BulkLine implements UDF1<String, Row> {
         NOT_DENSE = RowFactory.create(v);
     }
 
+    /** The number of narrow fields, and so of the values `parse` fills in. */
+    static final int FIELDS = KEYS.length;
+
     @Override
     public Row call(String s) {
-        if (s == null) {
+        Object[] v = new Object[FIELDS + 1];
+        if (!parse(s, v)) {
             return NOT_DENSE;
         }
-        Object[] v = new Object[KEYS.length + 1];
+        v[FIELDS] = Boolean.TRUE;
+        return RowFactory.create(v);
+    }
+
+    /** True when `s` is a dense line: then v[0..FIELDS) hold its narrow fields in the
+     * result's order (null where the line lacks the key). DenseFold parses with it too. */
+    static boolean parse(String s, Object[] v) {
+        if (s == null) {
+            return false;
+        }
         int n = s.length();
         int i = skipWs(s, 0);
         if (i >= n || s.charAt(i) != '{') {
-            return NOT_DENSE;
+            return false;
         }
         i = skipWs(s, i + 1);
         if (i < n && s.charAt(i) == '}') {
-            return NOT_DENSE;                 // {}: no envelope
+            return false;                     // {}: no envelope
         }
         int seen = 0;
         while (true) {
             if (i >= n || s.charAt(i) != '"') {
-                return NOT_DENSE;
+                return false;
             }
             int end = stringEnd(s, i + 1);
             if (end < 0) {
-                return NOT_DENSE;
+                return false;
             }
             int k = keyIndex(s, i + 1, end);
             if (k < 0 || (seen & (1 << k)) != 0) {
-                return NOT_DENSE;             // an unknown or repeated key
+                return false;             // an unknown or repeated key
             }
             seen |= 1 << k;
             i = skipWs(s, end + 1);
             if (i >= n || s.charAt(i) != ':') {
-                return NOT_DENSE;
+                return false;
             }
             i = skipWs(s, i + 1);
             if (i >= n) {
-                return NOT_DENSE;
+                return false;
             }
             int vEnd;
             switch (KINDS[k]) {
                 case 1:
                     if (s.charAt(i) != '"') {
-                        return NOT_DENSE;
+                        return false;
                     }
                     vEnd = stringEnd(s, i + 1);
                     if (vEnd < 0) {
-                        return NOT_DENSE;
+                        return false;
                     }
                     v[k] = s.substring(i + 1, vEnd);
                     vEnd++;
@@ -100,24 +113,24 @@ public final class BulkLine implements UDF1<String, Row> {
                 case 2:
                     vEnd = numberEnd(s, i, true);
                     if (vEnd < 0) {
-                        return NOT_DENSE;     // not an integer
+                        return false;     // not an integer
                     }
                     try {
                         v[k] = Long.parseLong(s, i, vEnd, 10);
                     } catch (NumberFormatException e) {
-                        return NOT_DENSE;     // beyond a long
+                        return false;     // beyond a long
                     }
                     break;
                 default:
                     vEnd = numberEnd(s, i, false);
                     if (vEnd < 0) {
-                        return NOT_DENSE;
+                        return false;
                     }
                     double d;
                     if (numberEnd(s, i, true) == vEnd) {
                         // an integer: Spark's reader converts its long value (-0 is 0.0)
                         if (vEnd - i > 18) {
-                            return NOT_DENSE;
+                            return false;
                         }
                         d = (double) Long.parseLong(s, i, vEnd, 10);
                     } else {
@@ -127,33 +140,29 @@ public final class BulkLine implements UDF1<String, Row> {
                         }
                     }
                     if (Double.isInfinite(d)) {
-                        return NOT_DENSE;
+                        return false;
                     }
                     v[k] = d;
             }
             i = skipWs(s, vEnd);
             if (i >= n) {
-                return NOT_DENSE;
+                return false;
             }
             char c = s.charAt(i);
             if (c == ',') {
                 i = skipWs(s, i + 1);
             } else if (c == '}') {
                 if (skipWs(s, i + 1) != n) {
-                    return NOT_DENSE;         // something after the object
+                    return false;         // something after the object
                 }
                 break;
             } else {
-                return NOT_DENSE;
+                return false;
             }
         }
         Object event = v[EVENT];
-        if (v[TS] == null || v[NODE] == null
-                || !("client.write".equals(event) || "client.ack".equals(event))) {
-            return NOT_DENSE;
-        }
-        v[KEYS.length] = Boolean.TRUE;
-        return RowFactory.create(v);
+        return v[TS] != null && v[NODE] != null
+                && ("client.write".equals(event) || "client.ack".equals(event));
     }
 
     private static int skipWs(String s, int i) {
