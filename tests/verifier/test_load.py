@@ -30,6 +30,11 @@ LINES = [
     ('{' + W % 5 + ',"path":"/f","len":1,"len":2}', False),             # a repeated key
     ('{' + W % 6 + ',"path":"/f","len":1,"zone":"a"}', False),           # an unknown key
     ('{' + W % 27 + ',"pach":"/f","len":1}', False),                    # path's length and P
+    ('{' + W % 28 + ',"path":"/f","offsetx":1}', False),                 # 7 letters, no key
+    ('{' + W % 29 + ',"path":"/f","offset_x":1}', False),                # longer than any key
+    ('{' + W % 30 + ',"path":"/f","l\\u0065n":1}', False),              # an escape in a key
+    ('{' + W % 31 + ',"path":"/f","":1}', False),                        # an empty key
+    ('{' + W % 32 + ',"path":"/f","lén":1}', False),                     # a key not ASCII
     ('{' + W % 7 + ',"path":"/f","len":1.5}', False),                   # a fraction, long
     ('{' + W % 8 + ',"path":"/f","len":1e3}', False),                   # an exponent, long
     ('{' + W % 9 + ',"path":"/f","len":012}', False),                   # a leading zero

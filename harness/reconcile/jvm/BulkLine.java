@@ -31,6 +31,10 @@ public final class BulkLine implements UDF1<String, Row> {
     // in a JFR profile). No two keys share both; the class refuses to load if they do.
     private static final int MAX_KEY = 8;
     private static final int[] BY_LEN_FIRST = new int[MAX_KEY * 128];
+    // Each key's characters, 7 bits each, in a long: a key is read in the one pass that
+    // finds its closing quote and checked with one comparison (String.regionMatches
+    // took 3.7% of the samples of the load at 10 million events, JFR)
+    private static final long[] CODES = new long[KEYS.length];
 
     static {
         java.util.Arrays.fill(BY_LEN_FIRST, -1);
@@ -41,6 +45,9 @@ public final class BulkLine implements UDF1<String, Row> {
                                                 + KEYS[k] + " share a length and first letter");
             }
             BY_LEN_FIRST[slot] = k;
+            for (char c : KEYS[k].toCharArray()) {
+                CODES[k] = CODES[k] << 7 | c;
+            }
         }
         Object[] v = new Object[KEYS.length + 1];
         v[KEYS.length] = Boolean.FALSE;
@@ -80,13 +87,23 @@ public final class BulkLine implements UDF1<String, Row> {
             if (i >= n || s.charAt(i) != '"') {
                 return false;
             }
-            int end = stringEnd(s, i + 1);
-            if (end < 0) {
-                return false;
+            // the key: up to its closing quote, at most MAX_KEY - 1 characters
+            int end = i + 1;
+            long code = 0;
+            while (end < n && end - i < MAX_KEY) {
+                char c = s.charAt(end);
+                if (c == '"' || c >= 128) {
+                    break;
+                }
+                code = code << 7 | c;
+                end++;
             }
-            int k = keyIndex(s, i + 1, end);
-            if (k < 0 || (seen & (1 << k)) != 0) {
-                return false;             // an unknown or repeated key
+            if (end >= n || s.charAt(end) != '"' || end == i + 1) {
+                return false;             // too long, not ASCII, unterminated, or ""
+            }
+            int k = BY_LEN_FIRST[(end - i - 1) * 128 + s.charAt(i + 1)];
+            if (k < 0 || CODES[k] != code || (seen & (1 << k)) != 0) {
+                return false;             // an unknown or repeated key (or an escape in it)
             }
             seen |= 1 << k;
             i = skipWs(s, end + 1);
@@ -285,15 +302,5 @@ public final class BulkLine implements UDF1<String, Row> {
             i++;
         }
         return i;
-    }
-
-    private static int keyIndex(String s, int from, int to) {
-        int len = to - from;
-        if (len >= MAX_KEY) {
-            return -1;
-        }
-        char c = s.charAt(from);
-        int k = c < 128 ? BY_LEN_FIRST[len * 128 + c] : -1;
-        return k >= 0 && s.regionMatches(from, KEYS[k], 0, len) ? k : -1;
     }
 }
