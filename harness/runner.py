@@ -151,6 +151,7 @@ class Run:
             if op.at != AtTime(0.0):
                 engine.add(("op", op.id), op.at)
         engine.start()
+        self._inject_at_start()
         self.phase = "workload"
         for client, ops in _workload_ops(sc).items():
             self.backend.start_client(client, ops)
@@ -209,6 +210,17 @@ class Run:
         return (f"{self.phase} {elapsed:5.1f}s | faults fired {len(self.fired)}/"
                 f"{len(self.scenario.faults)} | written {self.bytes_written / 1048576:.1f} MiB "
                 f"| ops done {len(self.ops_done)}/{len(self.scenario.workload)}")
+
+    def _inject_at_start(self, limit: float = 10.0) -> None:
+        """Injects the faults due at 0s before any client starts. A client started first
+        races them: CI saw a 1 MiB write finish 40 ms after it began, before the last
+        toxic of a 1 MiB/s bandwidth cap `at: 0s` was added, and the kill that was to
+        land mid-write landed on a closed file."""
+        keys = {("inject", f.id) for f in self.scenario.faults if f.at == AtTime(0.0)}
+        deadline = time.time() + limit
+        while time.time() < deadline and (keys & set(self.engine.pending())
+                                          or not self.firings.empty()):
+            self._handle_firings(timeout=0.05)
 
     def _on_fire(self, key, firing) -> None:
         # runs on the engine thread: hand over, act in the runner's thread
