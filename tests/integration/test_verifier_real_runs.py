@@ -45,7 +45,10 @@ expect:
 """
 
 # A DataNode of a 3-node pipeline dies after an hflush: DEFAULT wants a replacement
-# (r=3, n=2, hflushed); none is left, so best effort goes on with two nodes.
+# (r=3, n=2, hflushed); none is left, so best effort goes on with two nodes. The
+# client's links are paced (1 MiB takes about a second): unpaced, CI once saw the whole
+# file hflushed 21 ms after the trigger's event, the kill land 23 ms after it on a
+# finished write, and P2 skip.
 REPLACE = """\
 name: replace-default-{tag}
 seed: 5
@@ -62,6 +65,8 @@ cluster:
 workload:
   - {{id: w1, client: c1, op: write, path: /f, size: 1MiB, hflush_every: 128KiB}}
 faults:
+  - {{id: pace, kind: bandwidth, links: [[c1, dn1], [c1, dn2], [c1, dn3]], rate: 1MiB,
+     at: 0s}}
   - {{id: down, kind: kill, target: dn2, at: {{event: client.hflush, node: c1, nth: 2}}}}
 expect:
   checks: [P2]
