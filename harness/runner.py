@@ -215,8 +215,11 @@ class Run:
         """Injects the faults due at 0s before any client starts. A client started first
         races them: CI saw a 1 MiB write finish 40 ms after it began, before the last
         toxic of a 1 MiB/s bandwidth cap `at: 0s` was added, and the kill that was to
-        land mid-write landed on a closed file."""
-        keys = {("inject", f.id) for f in self.scenario.faults if f.at == AtTime(0.0)}
+        land mid-write landed on a closed file. A fault on a client process (kill, pause,
+        crash_client) waits for its client, as before."""
+        clients = {op.client for op in self.scenario.workload}
+        keys = {("inject", f.id) for f in self.scenario.faults
+                if f.at == AtTime(0.0) and getattr(f, "target", None) not in clients}
         deadline = time.time() + limit
         while time.time() < deadline and (keys & set(self.engine.pending())
                                           or not self.firings.empty()):
