@@ -217,7 +217,7 @@ class Run:
         toxic of a 1 MiB/s bandwidth cap `at: 0s` was added, and the kill that was to
         land mid-write landed on a closed file. A fault on a client process (kill, pause,
         crash_client) waits for its client, as before."""
-        clients = {op.client for op in self.scenario.workload}
+        clients = self.scenario.client_ids
         keys = {("inject", f.id) for f in self.scenario.faults
                 if f.at == AtTime(0.0) and getattr(f, "target", None) not in clients}
         deadline = time.time() + limit

@@ -523,16 +523,15 @@ def _read_text(spark: SparkSession, files: list[str]) -> DataFrame:
         "value")
 
 
-def _read_lines(spark: SparkSession, files: list[str] | DataFrame, keep_raw: bool,
+def _read_lines(spark: SparkSession, text: DataFrame, keep_raw: bool,
                 fast: bool | None = None) -> DataFrame:
-    """run_id, log, eid, the envelope and narrow fields, dense, raw: every line once
-    (`files`, or the `_read_text` of them).
+    """run_id, log, eid, the envelope and narrow fields, dense, raw: every line of `text`
+    (`_read_text`) once.
 
     The narrow fields are those of the dense lines (the others are parsed again in
     full). `fast` (default: when it is loaded) finds and parses the dense lines with the
     verifier's own scanner (jvm.BulkLine), which takes a fifth of the time of Spark's
     JSON reader; without it, the JSON reader and `_dense` do."""
-    text = files if isinstance(files, DataFrame) else _read_text(spark, files)
     fields = [f.name for f in NARROW_SCHEMA.fields if f.name != CORRUPT]
     if fast is None:
         fast = jvm.available(spark)

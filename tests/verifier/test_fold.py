@@ -14,19 +14,11 @@ import random
 import pytest
 
 from builders import write_logs
-from test_load import LINES
+from test_load import odd_run, scanner  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.spark
 
 T0 = 1790000000.0
-
-
-@pytest.fixture(scope="module")
-def folding(spark):
-    from harness.reconcile import jvm
-    if not jvm.available(spark):
-        pytest.skip("the verifier's JVM code is not loaded (no javac, or HDFS_CHAOS_FAST_PARSE=0)")
-    return spark
 
 
 def _rows(df):
@@ -60,17 +52,13 @@ def _compare(spark, dirs):
         kept.close()
 
 
-def test_the_fold_gives_the_cases_tables(folding, case_dirs):
-    _, want = _compare(folding, list(case_dirs.values()))
+def test_the_fold_gives_the_cases_tables(scanner, case_dirs):
+    _, want = _compare(scanner, list(case_dirs.values()))
     assert len(want["acks"]) >= 10 and len(want["ranges"]) >= 10
 
 
-def test_the_fold_gives_the_odd_lines_tables(folding, tmp_path):
-    d = tmp_path / "odd-lines"
-    (d / "events").mkdir(parents=True)
-    with open(d / "events" / "c1.jsonl", "w", encoding="utf-8") as f:
-        f.write("\n".join(line for line, _ in LINES) + "\n")
-    _, want = _compare(folding, [str(d)])
+def test_the_fold_gives_the_odd_lines_tables(scanner, odd_run):
+    _, want = _compare(scanner, [odd_run])
     assert want["malformed"] and want["acks"]
 
 
@@ -106,16 +94,16 @@ def _random_run(root: str, rng: random.Random, i: int) -> str:
     return d
 
 
-def test_the_fold_gives_the_same_tables_when_files_span_partitions(folding, tmp_path):
+def test_the_fold_gives_the_same_tables_when_files_span_partitions(scanner, tmp_path):
     """Files split in 16 KiB partitions: most keys get partial sums from two tasks, and
     the lines read again one by one must get the eids the fold gave them."""
     from harness.reconcile.session import session_conf
     rng = random.Random(20261123)
     dirs = [_random_run(str(tmp_path), rng, i) for i in range(6)]
     n_files = 2 * len(dirs)
-    with session_conf(folding, {"spark.sql.files.maxPartitionBytes": str(16 * 1024),
+    with session_conf(scanner, {"spark.sql.files.maxPartitionBytes": str(16 * 1024),
                                 "spark.sql.files.openCostInBytes": "0"}):
-        partitions, want = _compare(folding, dirs)
+        partitions, want = _compare(scanner, dirs)
     assert partitions > 2 * n_files
     assert len(want["ranges"]) >= 6 * 3
     assert any('"path": null' in r for r in want["acks"])
@@ -123,7 +111,7 @@ def test_the_fold_gives_the_same_tables_when_files_span_partitions(folding, tmp_
     assert len(want["events"]) > 2000
 
 
-def test_fold_and_keep_raw_do_not_go_together(folding, case_dirs):
+def test_fold_and_keep_raw_do_not_go_together(scanner, case_dirs):
     from harness.reconcile.load import load_runs
     with pytest.raises(ValueError, match="keep_raw"):
-        load_runs(list(case_dirs.values()), folding, keep_raw=True, fold=True)
+        load_runs(list(case_dirs.values()), scanner, keep_raw=True, fold=True)

@@ -81,11 +81,11 @@ def scanner(spark):
 
 
 def _load(spark, dirs, fast):
-    from harness.reconcile.load import RunSet, _read_final, _read_lines, read_run_info
+    from harness.reconcile.load import RunSet, _read_final, _read_lines, _read_text, read_run_info
     infos = {i.run_id: i for i in map(read_run_info, dirs)}
     files = [f for i in infos.values() for f in i.event_files]
     finals = [i.run_dir for i in infos.values() if i.has_final_state]
-    return RunSet(spark, infos, _read_lines(spark, files, False, fast=fast),
+    return RunSet(spark, infos, _read_lines(spark, _read_text(spark, files), False, fast=fast),
                   _read_final(spark, finals))
 
 

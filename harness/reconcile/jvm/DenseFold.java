@@ -83,18 +83,30 @@ public final class DenseFold implements MapPartitionsFunction<Row, Row> {
 
     private record FileKey(String run, String path) { }
 
-    private static final class Stats {
+    /** The least and greatest ts of a key's lines (the first of equal values kept). */
+    private static class Span {
         long events;
         double first;
         double last;
+
+        final void see(double ts) {
+            if (events++ == 0) {
+                first = ts;
+                last = ts;
+            } else {
+                first = ts < first ? ts : first;
+                last = ts > last ? ts : last;
+            }
+        }
+    }
+
+    private static final class Stats extends Span {
         long lenSum;
         boolean hasLen;
         boolean overflow;
     }
 
-    private static final class Acks {
-        double first;
-        double last;
+    private static final class Acks extends Span {
         long maxAcked;
         boolean hasAcked;
     }
@@ -163,13 +175,7 @@ public final class DenseFold implements MapPartitionsFunction<Row, Row> {
             String event = (String) v[EVENT];
             Stats s = stats.computeIfAbsent(
                 new StatsKey(run, (String) v[NODE], (String) v[ROLE], event), k -> new Stats());
-            if (s.events++ == 0) {
-                s.first = ts;
-                s.last = ts;
-            } else {
-                s.first = ts < s.first ? ts : s.first;
-                s.last = ts > s.last ? ts : s.last;
-            }
+            s.see(ts);
             Long len = (Long) v[LEN];
             if (len != null && !s.overflow) {
                 if (s.hasLen) {
@@ -184,17 +190,10 @@ public final class DenseFold implements MapPartitionsFunction<Row, Row> {
                 }
             }
             if ("client.ack".equals(event)) {
-                AckKey key = new AckKey(run, (String) v[NODE], (String) v[PATH], (Long) v[BLOCK]);
-                Acks a = acks.get(key);
-                if (a == null) {
-                    a = new Acks();
-                    a.first = ts;
-                    a.last = ts;
-                    acks.put(key, a);
-                } else {
-                    a.first = ts < a.first ? ts : a.first;
-                    a.last = ts > a.last ? ts : a.last;
-                }
+                Acks a = acks.computeIfAbsent(
+                    new AckKey(run, (String) v[NODE], (String) v[PATH], (Long) v[BLOCK]),
+                    k -> new Acks());
+                a.see(ts);
                 Long acked = (Long) v[ACKED];
                 if (acked != null && (!a.hasAcked || acked > a.maxAcked)) {
                     a.maxAcked = acked;
