@@ -55,15 +55,3 @@ def test_a_fault_due_at_0s_is_in_place_before_the_clients_start(tmp_path, monkey
     first = min(e["ts"] for e in _events(run_dir, "c1"))
     # inject is logged just before the toxics are added, which took SLOW_S here
     assert first >= inject["ts"] + SLOW_S, (first - inject["ts"])
-
-
-def test_a_fault_on_a_client_at_0s_still_waits_for_the_client(tmp_path):
-    """A crash of the client at 0s needs the client's process: it is not injected ahead."""
-    text = (SCENARIO.split("faults:")[0]
-            + "faults:\n  - {id: crash, kind: crash_client, target: c1, at: 0s}\n")
-    outcome = run_scenario(load_scenario_text(text, "inline.yaml"),
-                           results_dir=str(tmp_path), verify=False)
-    faults = [e for e in _events(outcome.run_dir, "harness")
-              if e["event"] in ("harness.fault.inject", "harness.fault.error")]
-    assert [e["event"] for e in faults] == ["harness.fault.inject"], faults
-    assert not [e for e in outcome.errors if "crash" in e], outcome.errors
