@@ -120,9 +120,9 @@ def get_spark(master: str | None = None, log_path: str | None = None):
             spark = builder.getOrCreate()
         except Exception as exc:  # no Java, bad master URL: one clear line
             raise SparkStartError(
-                f"cannot start Spark ({wanted}): {exc}{_last_line(log_path)}. The verifier "
-                f"needs Java 17+ on PATH (or JAVA_HOME) and pyspark installed: "
-                f"pip install pyspark") from exc
+                f"cannot start Spark ({wanted}): {str(exc).rstrip('.')}"
+                f"{_last_line(log_path)}. The verifier needs Java 17+ on PATH (or JAVA_HOME) "
+                f"and pyspark installed: pip install pyspark") from exc
         spark.sparkContext.setLogLevel("ERROR")
         if jvm.jar():       # built (or found) when the session was made: no second warning
             jvm.register(spark)
