@@ -102,6 +102,7 @@ def _check_ids(table: pd.DataFrame) -> list[str]:
 
 def _render(verdicts, table: pd.DataFrame, plots, out_dir, run_dirs) -> str:
     check_ids = _check_ids(table)
+    order = {c: i for i, c in enumerate(check_ids)}
     done = {id(v): exercised(v) for v in verdicts}
     scenarios = []
     for scenario, group in sorted(table.groupby("scenario"), key=lambda g: str(g[0])):
@@ -111,17 +112,17 @@ def _render(verdicts, table: pd.DataFrame, plots, out_dir, run_dirs) -> str:
             st = group.loc[group["check"] == c, "status"].tolist()
             cls, text = _cell(st) if st else ("skip", "")
             cells.append({"cls": cls, "text": text})
+        # per check, how many of the scenario's runs exercised it
         counts: dict[str, int] = defaultdict(int)
         for v in verdicts:
             if v.get("scenario") == scenario:
                 for c in set(done[id(v)]):
                     counts[c] += 1
-        order = {c: i for i, c in enumerate(check_ids)}
         scenarios.append({
-            "name": str(scenario), "runs": runs,
-            "passed": int(group.drop_duplicates("run_id")["passed"].sum()), "cells": cells,
-            "exercised": [{"id": c, "runs": n}
-                          for c, n in sorted(counts.items(), key=lambda kv: order.get(kv[0], 1e9))]})
+            "name": str(scenario), "runs": runs, "cells": cells,
+            "passed": int(group.drop_duplicates("run_id")["passed"].sum()),
+            "exercised": [{"id": c, "runs": counts[c]}
+                          for c in sorted(counts, key=lambda c: order.get(c, len(order)))]})
     rows = []
     for v in verdicts:
         rid = v.get("run_id")
