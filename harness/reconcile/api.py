@@ -19,7 +19,7 @@ from .checks import CHECK_IDS, prepare_bulk, run_checks
 from .expect import evaluate_expect, gather_facts
 from .load import RunSet, load_runs
 from .metrics import compute_metrics
-from .session import get_spark, session_conf, small_queries
+from .session import get_spark, session_conf, small_queries, spark_log_path
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +75,11 @@ def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[dict]:
 
 def verify_runs(run_dirs: list[str], master: str | None = None) -> list[dict]:
     """Check every run folder, write `verdict.json` in each, return the verdicts (in the
-    order of `run_dirs`)."""
+    order of `run_dirs`). A JVM started here writes its output to spark_log_path(run_dirs)
+    (README, "Spark's own output")."""
     if not run_dirs:
         return []
-    spark = get_spark(master)
+    spark = get_spark(master, log_path=spark_log_path(run_dirs))
     runs = load_runs(list(run_dirs), spark)
     try:
         verdicts = verify_loaded(runs)

@@ -11,13 +11,12 @@ at than read.
   recovery (dn.recovery.sync), by original state, with the length chosen.
 
 The plots are drawn from the run's own log files, read here directly (one run is
-bounded; the checks themselves never do this). HTML references the PNGs relatively, so
-the folder can be moved or served as it is.
+bounded; the checks themselves never do this). The page is templates/report.html.j2; it
+references the PNGs relatively, so the folder can be moved or served as it is.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
@@ -28,6 +27,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+
+from .templating import check_title, exercised, render  # noqa: E402
 
 BULK = {"client.write", "client.ack", "client.lease.renew", "nn.lease.renew",
         "dn.block_report", "client.read"}
@@ -297,63 +298,28 @@ def write_run_report(run_dir: str, verdict: dict) -> str:
     return out
 
 
-CSS = """
-body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1300px}
-h1{font-size:22px} h2{font-size:17px;margin-top:28px}
-table{border-collapse:collapse;font-size:13px} td,th{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
-.pass{background:#e3f6e3} .fail{background:#fbe1e1} .skip{background:#f1f1f1;color:#777} .error{background:#ffe9c2}
-.badge{display:inline-block;padding:3px 10px;border-radius:4px;color:#fff;font-weight:bold}
-.ok{background:#2ca02c} .bad{background:#d62728}
-pre{font-size:11px;background:#fafafa;padding:6px;overflow-x:auto;max-width:1100px}
-img{max-width:100%;border:1px solid #eee;margin:6px 0}
-"""
-
-
-def _e(x) -> str:
-    return html.escape(str(x))
-
-
 def render_run_html(verdict: dict, run_dir: str) -> str:
-    from .checks import BY_ID
-    passed = verdict.get("passed")
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(verdict.get('run_id'))}</title>"
-             f"<style>{CSS}</style></head><body>",
-             f"<h1>{_e(verdict.get('scenario'))} <small>{_e(verdict.get('run_id'))}</small></h1>",
-             f"<p><span class='badge {'ok' if passed else 'bad'}'>{'PASSED' if passed else 'FAILED'}</span></p>"]
-    if verdict.get("error"):
-        parts.append(f"<p class='fail'>{_e(verdict['error'])}</p>")
-    parts.append("<h2>Timeline</h2><img src='plots/timeline.png' alt='timeline'>")
-    parts.append("<h2>Checks</h2><table><tr><th>check</th><th>what</th><th>status</th><th>evidence</th></tr>")
-    for c in verdict.get("checks", []):
-        title = BY_ID[c["id"]].title if c["id"] in BY_ID else ""
-        ev = c.get("evidence") or []
-        body = ""
-        if ev:
-            rows = "".join(f"<li>{_e(e.get('why', ''))}<pre>{_e(json.dumps({k: v for k, v in e.items() if k != 'why'}, indent=1))}</pre></li>"
-                           for e in ev)
-            body = f"<details><summary>{len(ev)} rows</summary><ul>{rows}</ul></details>"
-        parts.append(f"<tr class='{_e(c['status'])}'><td>{_e(c['id'])}</td><td>{_e(title)}</td>"
-                     f"<td>{_e(c['status'])}</td><td>{body}</td></tr>")
-    parts.append("</table>")
-    if verdict.get("expect"):
-        parts.append("<h2>Expectations</h2><table><tr><th>expectation</th><th>status</th></tr>")
-        for i in verdict["expect"]:
-            parts.append(f"<tr class='{_e(i['status'])}'><td>{_e(i['what'])}</td><td>{_e(i['status'])}</td></tr>")
-        parts.append("</table>")
+    """report.html's text (templates/report.html.j2) for `verdict` of the run in
+    `run_dir` (whose logs give the sample of malformed lines)."""
+    done = set(exercised(verdict))
+    checks = [{"id": c.get("id"), "title": check_title(c.get("id")), "status": c.get("status"),
+               "exercised": c.get("id") in done, "violations": c.get("violations"),
+               "evidence": [{"why": e.get("why", ""),
+                             "rest": {k: v for k, v in e.items() if k != "why"}}
+                            for e in c.get("evidence") or []]}
+              for c in verdict.get("checks", [])]
+    summary = {
+        "exercised": [c["id"] for c in checks if c["exercised"]]
+        + sorted(done - {c["id"] for c in checks}),
+        "skipped": [c["id"] for c in checks if c["status"] == "skip" and not c["exercised"]],
+        "failed": [c["id"] for c in checks if c["status"] == "fail"],
+        "errors": [c["id"] for c in checks if c["status"] == "error"],
+    }
     m = verdict.get("metrics") or {}
-    parts.append("<h2>Metrics</h2><table>")
-    for k, v in m.items():
-        parts.append(f"<tr><th>{_e(k)}</th><td>{_e(json.dumps(v))}</td></tr>")
-    parts.append("</table>")
-    parts.append("<h2>Pipelines</h2><img src='plots/pipelines.png' alt='pipelines'>")
-    parts.append("<h2>Block recovery</h2><img src='plots/recovery_lengths.png' alt='recovery lengths'>")
     bad = _malformed_sample(run_dir) if m.get("malformed_lines") else []
-    if bad:
-        parts.append(f"<h2>Malformed log lines: {_e(m.get('malformed_lines', len(bad)))}</h2><pre>")
-        parts.extend(_e(f"{src}: {line}") + "\n" for src, line in bad)
-        parts.append("</pre>")
-    parts.append("</body></html>")
-    return "".join(parts)
+    return render("report.html.j2", verdict=verdict, checks=checks, summary=summary,
+                  expect=verdict.get("expect") or [], metrics=m,
+                  malformed={"count": m.get("malformed_lines", len(bad)), "lines": bad})
 
 
 def _malformed_sample(run_dir: str, limit: int = 20) -> list[tuple[str, str]]:

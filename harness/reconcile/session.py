@@ -90,11 +90,17 @@ def _builder(master: str):
     return b
 
 
-def get_spark(master: str | None = None):
+class SparkStartError(RuntimeError):
+    """Spark did not start (no Java, a bad master URL): the CLI shows it as one line."""
+
+
+def get_spark(master: str | None = None, log_path: str | None = None):
     """The process-wide SparkSession, created on first use (`master` or local[2]).
 
     Asking again returns the same session; asking for a different master once a session
-    exists is an error, since a JVM can host only one SparkContext.
+    exists is an error, since a JVM can host only one SparkContext. With `log_path`, the
+    JVM that a first call starts writes its output there (spark_log_path), not to the
+    terminal.
     """
     global _spark, _master
     wanted = master or os.environ.get("HDFS_CHAOS_SPARK_MASTER") or DEFAULT_MASTER
@@ -108,11 +114,15 @@ def get_spark(master: str | None = None):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         try:
-            spark = _builder(wanted).getOrCreate()
+            builder = _builder(wanted)
+            if log_path:
+                _launch_jvm_logging_to(builder, log_path)
+            spark = builder.getOrCreate()
         except Exception as exc:  # no Java, bad master URL: one clear line
-            raise RuntimeError(
-                f"cannot start Spark ({wanted}): {exc}. The verifier needs Java 17+ on PATH "
-                f"(or JAVA_HOME) and pyspark installed: pip install pyspark") from exc
+            raise SparkStartError(
+                f"cannot start Spark ({wanted}): {str(exc).rstrip('.')}"
+                f"{_last_line(log_path)}. The verifier needs Java 17+ on PATH (or JAVA_HOME) "
+                f"and pyspark installed: pip install pyspark") from exc
         spark.sparkContext.setLogLevel("ERROR")
         if jvm.jar():       # built (or found) when the session was made: no second warning
             jvm.register(spark)
@@ -189,3 +199,59 @@ def stop_spark() -> None:
             except Exception:
                 pass
             _spark, _master = None, None
+
+
+# -- where the JVM's own output goes -----------------------------------------------------
+
+SPARK_LOG = "spark.log"
+
+
+def spark_log_path(run_dirs: list[str]) -> str:
+    """Where the JVM of a verification writes its output: logs/spark.log of the run when
+    there is one run, spark.log beside the runs (in the first run's parent folder, the
+    results folder of `hdfs-chaos run`) when there are several."""
+    first = os.path.abspath(run_dirs[0]).rstrip("/")
+    if len(run_dirs) == 1:
+        return os.path.join(first, "logs", SPARK_LOG)
+    return os.path.join(os.path.dirname(first), SPARK_LOG)
+
+
+def _launch_jvm_logging_to(builder, path: str) -> None:
+    """Start Spark's JVM (the Py4J gateway) with its stdout and stderr appended to `path`.
+
+    PySpark starts the JVM with the terminal as its output, where spark-submit, log4j and
+    Spark print start-up warnings (incubator modules, hostname, native Hadoop, log
+    profile) that a user of the CLI has no use for. PySpark's own launch_gateway takes
+    Popen arguments; a gateway handed to SparkContext._ensure_initialized first is the one
+    the builder's SparkContext then uses. The launch needs the builder's settings now, as
+    spark-submit arguments (driver memory and Java options apply only at launch), exactly
+    as the SparkContext would have passed them. A JVM already running (a session stopped
+    and made again) keeps writing where it wrote before.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf()
+    for key, value in builder._options.items():
+        conf.set(key, value)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "ab") as out:   # the JVM holds its own copy of the descriptor
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _last_line(path: str | None) -> str:
+    """' (<why, from the JVM's log>; see <path>)', or '' without a log: why the JVM did
+    not start (no java, a bad option) is in its log now, not on the terminal. The last
+    line that names Java says it best ("/x/bin/java: No such file or directory", "Could
+    not create the Java Virtual Machine"); spark-submit's own complaints follow it."""
+    if not path or not os.path.exists(path):
+        return ""
+    with open(path, "rb") as f:
+        f.seek(max(0, os.path.getsize(path) - 4096))
+        lines = [l.strip() for l in f.read().decode("utf-8", "replace").splitlines()]
+    lines = [l for l in lines if l]
+    last = next((l for l in reversed(lines) if "java" in l.lower()), lines[-1] if lines else "")
+    return f" ({last}; see {path})" if last else f" (see {path})"

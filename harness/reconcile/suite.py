@@ -1,17 +1,17 @@
 """The summary of many runs: which check passed, failed or skipped in which scenario, and
 how long recoveries took. Writes, in one folder:
 
-- index.html: a table of scenarios x checks (cells "2/3 pass", coloured by the worst
-  outcome), the list of runs with links to their reports, and the plots;
+- index.html (templates/index.html.j2): a table of scenarios x checks (cells "2/3 pass",
+  coloured by the worst outcome) with the checks each scenario's runs exercised, the
+  list of runs with links to their reports and their exercised checks, and the plots;
 - checks.parquet: the checks table, one row per (run, check): run_id, scenario, passed,
-  check, status, evidence_rows;
+  check, status, exercised, evidence_rows;
 - plots/latency_<kind>.png: recovery-latency distributions per scenario (pipeline,
   lease, block).
 """
 
 from __future__ import annotations
 
-import html
 import os
 from collections import defaultdict
 
@@ -21,7 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .checks import CHECK_IDS
+from .checks import CHECK_IDS  # noqa: E402
+from .templating import exercised, render  # noqa: E402
 
 KINDS = ("pipeline", "lease", "block")
 
@@ -29,12 +30,14 @@ KINDS = ("pipeline", "lease", "block")
 def checks_table(verdicts: list[dict]) -> pd.DataFrame:
     rows = []
     for v in verdicts:
+        done = set(exercised(v))
         for c in v.get("checks", []):
             rows.append({"run_id": v.get("run_id"), "scenario": v.get("scenario"),
                          "passed": bool(v.get("passed")), "check": c.get("id"),
-                         "status": c.get("status"), "evidence_rows": len(c.get("evidence") or [])})
+                         "status": c.get("status"), "exercised": c.get("id") in done,
+                         "evidence_rows": len(c.get("evidence") or [])})
     return pd.DataFrame(rows, columns=["run_id", "scenario", "passed", "check", "status",
-                                       "evidence_rows"])
+                                       "exercised", "evidence_rows"])
 
 
 def write_suite_report(verdicts: list[dict], out_dir: str, run_dirs: dict | None = None) -> str:
@@ -79,14 +82,6 @@ def _latency_plot(verdicts: list[dict], kind: str, out_dir: str) -> str | None:
     return rel
 
 
-CSS = """
-body{font-family:system-ui,sans-serif;margin:24px;color:#222}
-table{border-collapse:collapse;font-size:12px} td,th{border:1px solid #ddd;padding:3px 6px;text-align:center}
-td.name{text-align:left} .pass{background:#e3f6e3} .fail{background:#fbe1e1} .skip{background:#f1f1f1;color:#888}
-.error{background:#ffe9c2} img{max-width:100%}
-"""
-
-
 def _cell(statuses: list[str]) -> tuple[str, str]:
     n = len(statuses)
     if "error" in statuses:
@@ -98,38 +93,48 @@ def _cell(statuses: list[str]) -> tuple[str, str]:
     return "skip", "skip"
 
 
+def _check_ids(table: pd.DataFrame) -> list[str]:
+    """The checks of this verifier, then any other id the verdicts name (a verdict
+    written by another version), so that no check's outcome goes unshown."""
+    other = sorted({str(c) for c in table["check"].dropna()} - set(CHECK_IDS))
+    return list(CHECK_IDS) + other
+
+
 def _render(verdicts, table: pd.DataFrame, plots, out_dir, run_dirs) -> str:
-    e = html.escape
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>hdfs-chaos suite</title>"
-             f"<style>{CSS}</style></head><body><h1>hdfs-chaos: {len(verdicts)} runs, "
-             f"{sum(1 for v in verdicts if v.get('passed'))} passed</h1>"]
-    parts.append("<h2>Checks per scenario</h2><table><tr><th>scenario</th><th>runs</th><th>passed</th>"
-                 + "".join(f"<th>{c}</th>" for c in CHECK_IDS) + "</tr>")
+    check_ids = _check_ids(table)
+    order = {c: i for i, c in enumerate(check_ids)}
+    done = {id(v): exercised(v) for v in verdicts}
+    scenarios = []
     for scenario, group in sorted(table.groupby("scenario"), key=lambda g: str(g[0])):
         runs = group["run_id"].nunique()
-        passed = group.drop_duplicates("run_id")["passed"].sum()
         cells = []
-        for c in CHECK_IDS:
+        for c in check_ids:
             st = group.loc[group["check"] == c, "status"].tolist()
             cls, text = _cell(st) if st else ("skip", "")
-            cells.append(f"<td class='{cls}'>{e(text)}</td>")
-        parts.append(f"<tr><td class='name'>{e(str(scenario))}</td><td>{runs}</td>"
-                     f"<td class='{'pass' if passed == runs else 'fail'}'>{passed}/{runs}</td>"
-                     + "".join(cells) + "</tr>")
-    parts.append("</table>")
-    for p in plots:
-        parts.append(f"<h2>{e(os.path.basename(p))}</h2><img src='{e(p)}'>")
-    parts.append("<h2>Runs</h2><table><tr><th>run</th><th>scenario</th><th>passed</th><th>failed checks</th></tr>")
+            cells.append({"cls": cls, "text": text})
+        # per check, how many of the scenario's runs exercised it
+        counts: dict[str, int] = defaultdict(int)
+        for v in verdicts:
+            if v.get("scenario") == scenario:
+                for c in set(done[id(v)]):
+                    counts[c] += 1
+        scenarios.append({
+            "name": str(scenario), "runs": runs, "cells": cells,
+            "passed": int(group.drop_duplicates("run_id")["passed"].sum()),
+            "exercised": [{"id": c, "runs": counts[c]}
+                          for c in sorted(counts, key=lambda c: order.get(c, len(order)))]})
+    rows = []
     for v in verdicts:
         rid = v.get("run_id")
-        link = e(str(rid))
         rdir = run_dirs.get(rid)
+        link = None
         if rdir and os.path.exists(os.path.join(rdir, "report.html")):
-            rel = os.path.relpath(os.path.join(rdir, "report.html"), out_dir)
-            link = f"<a href='{e(rel)}'>{link}</a>"
-        failed = ", ".join(c["id"] for c in v.get("checks", []) if c.get("status") in ("fail", "error"))
-        parts.append(f"<tr><td class='name'>{link}</td><td class='name'>{e(str(v.get('scenario')))}</td>"
-                     f"<td class='{'pass' if v.get('passed') else 'fail'}'>{v.get('passed')}</td>"
-                     f"<td class='name'>{e(failed)}</td></tr>")
-    parts.append("</table></body></html>")
-    return "".join(parts)
+            link = os.path.relpath(os.path.join(rdir, "report.html"), out_dir)
+        rows.append({"run_id": str(rid), "link": link, "scenario": str(v.get("scenario")),
+                     "passed": v.get("passed"), "exercised": done[id(v)],
+                     "checks": len(v.get("checks", [])),
+                     "failed": [c["id"] for c in v.get("checks", [])
+                                if c.get("status") in ("fail", "error")]})
+    return render("index.html.j2", runs_total=len(verdicts),
+                  runs_passed=sum(1 for v in verdicts if v.get("passed")),
+                  check_ids=check_ids, scenarios=scenarios, plots=plots, runs=rows)
