@@ -123,8 +123,10 @@ def build_run_report(run_dir: str) -> str:
 
 def build_suite_report(run_dirs: list[str], out_dir: str) -> str:
     """A summary of many runs in `out_dir`: index.html (pass/fail per scenario and check,
-    recovery-latency distributions) and checks.parquet. Runs without a verdict.json are
-    verified first. Returns the path of index.html."""
+    recovery-latency distributions) and checks.parquet, after each run's own report.html
+    (the suite links to them; `hdfs-chaos report` promises both). Runs without a
+    verdict.json are verified first. Returns the path of index.html."""
+    from .report import write_run_report
     from .suite import write_suite_report
     missing = [d for d in run_dirs if read_verdict(d) is None]
     if missing:
@@ -133,6 +135,7 @@ def build_suite_report(run_dirs: list[str], out_dir: str) -> str:
     for d in run_dirs:
         v = read_verdict(d)
         if v is not None:
+            write_run_report(d, v)
             verdicts.append(v)
             dirs[v.get("run_id")] = d
     return write_suite_report(verdicts, out_dir, dirs)

@@ -165,10 +165,14 @@ def test_suite_report(case_dirs, case_verdicts, tmp_path):
         d = tmp_path / "runs" / rid
         shutil.copytree(case_dirs[rid], d)
         write_verdict(str(d), case_verdicts[rid])
+        if (d / "report.html").exists():
+            (d / "report.html").unlink()
         dirs.append(str(d))
     out = tmp_path / "suite"
     index = build_suite_report(dirs, str(out))
     assert index == str(out / "index.html")
+    for d in dirs:      # `hdfs-chaos report` (re)builds each run's report.html too
+        assert os.path.getsize(os.path.join(d, "report.html")) > 1000
     html = open(index).read()
     assert "P1-same-gs" in html and "1/1 fail" in html
     table = pd.read_parquet(out / "checks.parquet")
