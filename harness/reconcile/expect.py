@@ -3,7 +3,7 @@ final state.
 
 ```yaml
 expect:
-  checks: all                  # or a list of check ids; these must pass or skip
+  checks: all                  # or a list of check ids: each must be exercised and pass
   must_fail: [P2]              # checks that must FAIL (deliberately broken runs)
   files:
     /data/f1: {closed: true, min_len: hflushed, len: 4MiB, lease_recovered: true}
@@ -109,13 +109,31 @@ def required_checks(expect: dict) -> tuple[list[str], list[str], list[dict]]:
     return required, [c for c in must_fail if c in CHECK_IDS], items
 
 
+def listed_checks(expect: dict) -> bool:
+    """True when the scenario names its checks (`checks: [P1, ...]`) rather than `all`."""
+    return isinstance(expect.get("checks", "all"), (list, tuple))
+
+
+def exercised(checks: list[CheckResult]) -> list[str]:
+    """The ids of the checks that judged something in the run (pass or fail)."""
+    return [c.id for c in checks if c.status in ("pass", "fail")]
+
+
 def evaluate_expect(expect: dict, checks: list[CheckResult], metrics: dict,
                     facts: RunFacts) -> tuple[bool, list[dict]]:
-    """(passed, expect items) for one run: every required check passed or skipped, every
-    must_fail check failed, every item of the block holds."""
+    """(passed, expect items) for one run: every required check passed (or, under
+    `checks: all`, skipped), every must_fail check failed, every item of the block holds.
+
+    A check the scenario lists by id exists to be exercised there: its skip fails the
+    verdict (a pass that proved nothing must not look like one)."""
     required, must_fail, items = required_checks(expect)
     status = {c.id: c.status for c in checks}
     checks_ok = all(status.get(c, "skip") in ("pass", "skip") for c in required)
+    if listed_checks(expect):
+        for cid in required:
+            if status.get(cid, "skip") == "skip":
+                items.append({"what": f"{cid} expected but nothing exercised it",
+                              "status": "fail"})
     for cid in must_fail:
         got = status.get(cid, "skip")
         items.append({"what": f"{cid} must fail (got {got})",

@@ -131,16 +131,20 @@ def start(r: Run, t: float = 0.0):
     for i, dn in enumerate(["dn1", "dn2", "dn3", "dn4"]):
         r.ev(t + 0.01 * (i + 1), dn, "dn.start", replicas=0)
         r.ev(t + 0.01 * (i + 1) + 0.001, "nn", "nn.dn.register", dn=dn)
+    for node in ["nn", "dn1", "dn2", "dn3", "dn4"]:
+        r.ev(t + 0.05, "harness", "harness.node.start", target=node)
 
 
 def open_create(r: Run, t: float, client="c1", holder=C1, path="/f", block=1001, gs=1001,
                 pipeline=PIPE, op_id="w1"):
+    r.ev(t - 0.001, "harness", "harness.node.start", target=client)
     r.ev(t, client, "client.start", holder=holder)
     r.ev(t + 0.001, client, "client.op.start", op_id=op_id, op="write", path=path)
     r.ev(t + 0.002, "nn", "nn.file.create", path=path, holder=holder)
     r.ev(t + 0.003, "nn", "nn.lease.add", holder=holder, path=path)
     r.ev(t + 0.004, client, "client.stream.open", path=path, holder=holder, mode="create")
-    r.ev(t + 0.005, "nn", "nn.block.allocate", path=path, block=block, gs=gs, pipeline=pipeline)
+    r.ev(t + 0.005, "nn", "nn.block.allocate", path=path, block=block, gs=gs, pipeline=pipeline,
+         holder=holder, excluded=[])
     r.ev(t + 0.006, "nn", "nn.block.state", path=path, block=block, gs=gs, len=0,
          state="UNDER_CONSTRUCTION")
     for i, dn in enumerate(pipeline):
@@ -230,7 +234,7 @@ def pipeline_recovery(run_id: str, config=None, expect=None) -> Run:
         r.ev(1.65 + 0.001 * i, dn, "dn.pipeline.setup", block=1001, gs=1002,
              stage="PIPELINE_SETUP_STREAMING_RECOVERY", pipeline=NEW_PIPE, status="SUCCESS")
     r.ev(1.66, "nn", "nn.block.update_pipeline", block=1001, old_gs=1001, gs=1002,
-         pipeline=NEW_PIPE)
+         pipeline=NEW_PIPE, holder=C1)
     r.ev(1.67, "c1", "client.pipeline.recovered", path="/f", block=1001, old_gs=1001, gs=1002,
          pipeline=NEW_PIPE)
     write(r, 1.7, 512, 512)
@@ -263,6 +267,7 @@ def lease_recovery(run_id: str, config=None, expect=None, answers=None, final_le
     r.ev(1.3, "harness", "harness.fault.inject", fault="crash", kind="crash_client",
          target="c1", params="{}")
     r.ev(1.3, "harness", "harness.node.kill", target="c1")
+    r.ev(1.999, "harness", "harness.node.start", target="c2")
     r.ev(2.0, "c2", "client.start", holder=C2)
     r.ev(2.0, "c2", "client.op.start", op_id="w2", op="recover_lease", path="/f")
     r.ev(2.1, "nn", "nn.lease.recover", path="/f", holder=C1, requester=C2, force=False,
