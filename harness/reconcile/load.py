@@ -304,7 +304,12 @@ class RunSet:
         of its lines are exactly min_seq..max_seq, each once (lines without a seq aside:
         those are malformed). The simple form: it reads every line again."""
         def build():
-            per_log = self.lines.groupBy("run_id", "log").agg(
+            # the narrow parse gives the seq of the dense lines only; the others' comes
+            # from their full parse
+            cols = ["run_id", "log", "node", "seq"]
+            every = (self.lines.filter("dense").select(*cols)
+                     .unionByName(self.rare_lines.select(*cols)))
+            per_log = every.groupBy("run_id", "log").agg(
                 F.count(F.lit(1)).alias("lines"), F.min("node").alias("node"),
                 F.min("seq").alias("min_seq"), F.max("seq").alias("max_seq"),
                 F.count("seq").alias("_n"), F.countDistinct("seq").alias("_d"))

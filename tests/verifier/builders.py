@@ -56,6 +56,12 @@ class Run:
             self.scenario["expect"] = expect
         self.final: dict | None = None
         self.raw_lines: dict[str, list[str]] = defaultdict(list)
+        self.garbage_lines: set[str] = set()
+        # write() numbers each log's seq 0, 1, ... in file order, so that a case that
+        # drops or adds events still has whole logs (check I1); False keeps the seqs as
+        # logged, for the cases that tear a log on purpose
+        self.renumber = True
+        self.no_events = False
 
     def ev(self, t: float, node: str, event: str, **fields) -> "Run":
         rec = {"ts": round(T0 + t, 6), "node": node, "role": role_of(node),
@@ -68,6 +74,7 @@ class Run:
     def garbage(self, node: str, line: str) -> "Run":
         """A raw line appended to the node's log as it is (for malformed-line tests)."""
         self.lines[node].append(line)
+        self.garbage_lines.add(line)
         return self
 
     def drop(self, event: str, **match) -> "Run":
@@ -91,8 +98,13 @@ class Run:
 
     def write(self, root: str) -> str:
         d = os.path.join(root, self.run_id)
-        os.makedirs(os.path.join(d, "events"), exist_ok=True)
-        for node, lines in self.lines.items():
+        if not self.no_events:
+            os.makedirs(os.path.join(d, "events"), exist_ok=True)
+        else:
+            os.makedirs(d, exist_ok=True)
+        for node, lines in ({} if self.no_events else self.lines).items():
+            if self.renumber:
+                lines = self._numbered(lines)
             with open(os.path.join(d, "events", f"{node}.jsonl"), "w") as f:
                 f.write("".join(l + "\n" for l in lines))
         with open(os.path.join(d, "scenario.yaml"), "w") as f:
@@ -101,6 +113,18 @@ class Run:
             with open(os.path.join(d, "final_state.json"), "w") as f:
                 json.dump(self.final, f, indent=1)
         return d
+
+
+    def _numbered(self, lines: list[str]) -> list[str]:
+        out, seq = [], 0
+        for l in lines:
+            if l not in self.garbage_lines:
+                rec = json.loads(l)
+                rec["seq"] = seq
+                seq += 1
+                l = json.dumps(rec, separators=(",", ":"))
+            out.append(l)
+        return out
 
 
 def _matches(line: str, event: str, match: dict) -> bool:

@@ -94,9 +94,11 @@ def _follow_path_ops(runs: RunSet, tops: DataFrame) -> DataFrame:
         for o in ops.get(r["run_id"], []):
             if o["ts"] <= r["ts"] or path is None or o["path"] is None:
                 continue
-            inside = path == o["path"] or path.startswith(o["path"].rstrip("/") + "/")
+            src = o["path"].rstrip("/") or "/"
+            inside = path == src or path.startswith(src.rstrip("/") + "/")
             if o["event"] == "nn.file.rename" and inside and o["dst"]:
-                path = o["dst"] + path[len(o["path"]):]
+                path = o["dst"].rstrip("/") + path[len(src.rstrip("/")):] \
+                    if path != src else o["dst"]
             elif o["event"] == "nn.file.rename" and o["dst"] == path:
                 path = None             # another file renamed over it: replaced
             elif o["event"] in ("nn.file.delete", "nn.file.create") and inside:
