@@ -28,6 +28,7 @@ from minihdfs.config import ConfigError, parse_duration, parse_size
 from .checks import CHECK_IDS, CheckResult
 from .load import RunSet
 
+ALWAYS_REQUIRED = ("I1",)
 RECOVERY_METRICS = {"pipeline": "pipeline_recoveries", "block": "block_recoveries",
                     "lease": "lease_recoveries", "replacements": "replacements"}
 _COUNT = re.compile(r"^\s*(>=|<=|==|>|<)?\s*(\d+)\s*$")
@@ -106,6 +107,11 @@ def required_checks(expect: dict) -> tuple[list[str], list[str], list[dict]]:
         if cid not in CHECK_IDS:
             items.append({"what": f"unknown check id {cid}", "status": "fail"})
     required = [c for c in listed if c in CHECK_IDS and c not in must_fail]
+    # damaged logs fail every verdict (CHECKS.md I1), listed or not: a list names what
+    # the scenario exists to exercise, it does not excuse missing logs
+    for cid in ALWAYS_REQUIRED:
+        if cid not in required and cid not in must_fail:
+            required.append(cid)
     return required, [c for c in must_fail if c in CHECK_IDS], items
 
 

@@ -997,3 +997,12 @@ def _(rid):
 def _(rid):
     """A check that must fail and is listed, yet skips: must_fail reports it once."""
     return happy(rid, expect={"checks": ["P2", "D2"], "must_fail": ["P2"]})
+
+
+@case("expect-listed-torn-log")
+def _(rid):
+    """I1 is not listed, yet a torn log fails the verdict: a list cannot excuse it."""
+    r = happy(rid, expect={"checks": ["D1", "D2"]})
+    r.renumber = False
+    del r.lines["dn1"][1]
+    return r

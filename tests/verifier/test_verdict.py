@@ -90,6 +90,12 @@ def test_a_listed_must_fail_check_that_skips_is_reported_once(case_verdicts):
     assert _items(v) == {"P2 must fail (got skip)": "fail"}
 
 
+def test_damaged_logs_fail_a_verdict_that_does_not_list_i1(case_verdicts):
+    v = case_verdicts["expect-listed-torn-log"]
+    assert next(c for c in v["checks"] if c["id"] == "I1")["status"] == "fail"
+    assert v["passed"] is False
+
+
 def test_checks_all_lists_what_was_exercised(case_verdicts):
     """With `checks: all` a skip is no failure, but the verdict says what was judged."""
     v = case_verdicts["happy"]
