@@ -690,6 +690,20 @@ def empty_block(rid: str, removed: bool) -> Run:
     return r
 
 
+@case("B4-no-replica-anywhere", ("B4", "pass"))
+def _(rid):
+    """No DataNode ever got the block: no answer at all, and the block is removed."""
+    r = empty_block(rid, removed=True)
+    r.drop("dn.recovery.init_replica").drop("dn.recovery.update_replica")
+    return r.edit("dn.recovery.sync", {}, answers=[], pipeline=[])
+
+
+@case("B4-no-replica-committed", ("B4", "fail"))
+def _(rid):
+    r = empty_block(rid, removed=False)
+    return r.edit("dn.recovery.sync", {}, answers=[], pipeline=[], rule="min_rbw", len=0)
+
+
 @case("B4-removed", ("B4", "pass"))
 def _(rid):
     return empty_block(rid, removed=True)

@@ -252,9 +252,11 @@ def check_b3(runs: RunSet) -> Outcome:
 
 
 def check_b4(runs: RunSet) -> Outcome:
-    """Empty block: a recovery whose answers all have length zero removes the block
-    (rule remove, nn.block.state REMOVED) and never commits it."""
-    s = _syncs(runs).filter(F.col("new_len").isNull() & (F.size("answers") > 0)
+    """Empty block: a recovery whose answers all have length zero (or that has no answer
+    at all) removes the block (rule remove, nn.block.state REMOVED) and never commits it."""
+    # no answer at all (no DataNode ever received the block: the writer died between
+    # addBlock and its first packet) is the same case: nothing to keep
+    s = _syncs(runs).filter(F.col("new_len").isNull() & F.col("answers").isNotNull()
                             & (F.col("exp_rule") == "remove"))
     commits = (runs.of("nn.recovery.commit")
                .filter((F.col("len") > 0) & ~F.coalesce(F.col("delete"), F.lit(False)))
