@@ -63,11 +63,13 @@ def test_must_fail_unmet_fails_the_run(case_verdicts):
     assert _items(v) == {"P2 must fail (got skip)": "fail"}
 
 
-def test_only_listed_checks_are_required(case_verdicts):
+def test_an_unlisted_check_that_fails_still_fails_the_run(case_verdicts):
+    """A list names what the scenario exists to exercise; it excuses no other check."""
     v = case_verdicts["expect-subset"]
     l1 = next(c for c in v["checks"] if c["id"] == "L1")
-    assert l1["status"] == "fail"          # still reported ...
-    assert v["passed"] is True             # ... but not required
+    assert l1["status"] == "fail"
+    assert v["passed"] is False
+    assert _items(v) == {}                 # D1 and D2, the listed ones, were exercised
 
 
 def test_a_listed_check_that_skips_fails_the_verdict(case_verdicts):
