@@ -114,6 +114,7 @@ REASONS = [
                                     "for finalized are [dn1,dn3]"),
     ("B2-participant-missing", "B2", "participants [dn1,dn2], but"),
     ("B3-commit-gs-not-recovery-id", "B3", "the commit set GS 1003, not the recovery id 1002"),
+    ("B4-no-replica-committed", "B4", "every replica is empty, yet the rule was min_rbw"),
     ("B6-back-as-rbw", "B6", "came back as RBW, not RWR"),
     ("B6-never-logged", "B6", "never logged it as RWR"),
     ("B6-rejoins-as-rbw", "B6", "rejoined a pipeline as RBW"),
