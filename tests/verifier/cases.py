@@ -37,15 +37,15 @@ def _happy(rid):
     return happy(rid)
 
 
-@case("pipeline-recovery", ("I1", "pass"), ("P1", "pass"), ("P2", "pass"), ("P3", "pass"), ("P4", "pass"),
-      ("P5", "pass"), ("P6", "skip"), ("L1", "pass"), ("B1", "skip"), ("D1", "pass"),
+@case("pipeline-recovery", ("I1", "pass"), ("P1", "pass"), ("P2", "pass"), ("P3", "pass"),
+      ("P4", "pass"), ("P5", "pass"), ("P6", "skip"), ("L1", "pass"), ("B1", "skip"), ("D1", "pass"),
       ("D2", "pass"), ("D3", "pass"), ("D4", "pass"))
 def _pipe(rid):
     return pipeline_recovery(rid)
 
 
-@case("lease-recovery", ("I1", "pass"), ("L1", "pass"), ("L2", "pass"), ("L3", "skip"), ("L4", "pass"),
-      ("L5", "pass"), ("L6", "skip"), ("B1", "pass"), ("B2", "pass"), ("B3", "pass"),
+@case("lease-recovery", ("I1", "pass"), ("L1", "pass"), ("L2", "pass"), ("L3", "skip"),
+      ("L4", "pass"), ("L5", "pass"), ("L6", "skip"), ("B1", "pass"), ("B2", "pass"), ("B3", "pass"),
       ("B4", "skip"), ("B5", "pass"), ("D1", "pass"), ("D2", "pass"), ("D3", "pass"),
       ("D4", "pass"), ("P1", "skip"), ("P5", "skip"))
 def _lease(rid):

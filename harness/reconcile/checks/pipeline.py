@@ -424,16 +424,16 @@ def check_p7(runs: RunSet) -> Outcome:
     nxt = first_after(judged, alloc.select("run_id", "path", "ts", "eid", "block",
                                            "a_pipeline", "excluded"),
                       ["run_id", "path"], "n_")
+    setup_said = (F.when(F.col("_t").isNull(),
+                         F.format_string("%s never logged the setup: the client could not "
+                                         "connect", F.col("first")))
+                  .otherwise(F.format_string("%s answered %s, firstBadLink %s", F.col("first"),
+                                             F.col("d_status"),
+                                             F.coalesce(F.col("d_fbl"), F.lit("none")))))
     why = (F.when(F.col("bad_node").isNull() | (F.col("bad_node") != F.col("named")),
                   F.format_string("the client blamed %s, but the DataNodes' setup names %s "
                                   "(%s)", F.coalesce(F.col("bad_node"), F.lit("nobody")),
-                                  F.col("named"),
-                                  F.when(F.col("_t").isNull(),
-                                         F.format_string("%s never logged the setup: the "
-                                                         "client could not connect", F.col("first")))
-                                  .otherwise(F.format_string("%s answered %s, firstBadLink %s",
-                                                             F.col("first"), F.col("d_status"),
-                                                             F.coalesce(F.col("d_fbl"), F.lit("none"))))))
+                                  F.col("named"), setup_said))
            .when(F.col("n_excluded").isNotNull()
                  & ~F.array_contains(F.col("n_excluded"), F.col("named")),
                  F.format_string("the next addBlock excluded [%s], not %s",
