@@ -244,6 +244,10 @@ def describe_failure(scenario: Scenario, verdict: Any) -> str:
             lines.append(f"  expect {_get(expectation, 'what')}: "
                          f"{str(_get(expectation, 'status')).upper()}"
                          + (f" ({detail})" if detail is not None else ""))
+    exercised = _get(verdict, "exercised", None)
+    if exercised is not None:
+        # what the run proved at all: a listed check missing here is one that skipped
+        lines.append("  exercised: " + (", ".join(exercised) or "no check"))
     for error in _get(verdict, "run_errors", None) or []:
         lines.append(f"  run: {error}")
     if _get(verdict, "error"):

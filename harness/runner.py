@@ -110,6 +110,10 @@ class Run:
                                        progress=self._progress, **kw)
             self.phase = "cluster"
             self.backend.start()
+            # every process the harness starts is named in its log, so the verifier's I1
+            # can tell a process that left no log from one that never ran
+            for node in ("nn",) + sc.datanode_ids:
+                self.log.emit("harness.node.start", target=node)
             self.start_ts = time.time()
             status = self._drive()
         except Interrupted:
@@ -155,6 +159,7 @@ class Run:
         self.phase = "workload"
         for client, ops in _workload_ops(sc).items():
             self.backend.start_client(client, ops)
+            self.log.emit("harness.node.start", target=client)
         deadline = self.start_ts + sc.timeout
         tailer = LogTailer([self.events_dir])
         last_report = 0.0

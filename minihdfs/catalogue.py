@@ -21,7 +21,9 @@ NAMENODE = {
     "nn.file.rename",          # {path, dst}
     "nn.file.truncate",        # {path, len, ok}
     "nn.file.fsync",           # {path, holder, block, len}: the last block's length as kept
-    "nn.block.abandon",        # {path, block, gs}
+    "nn.block.abandon",        # {path, block, gs, holder}
+    # fields added to contract events: nn.block.allocate also carries `excluded` (the
+    # nodes the client asked to leave out, sorted) next to `holder`
     "nn.replica.corrupt",      # {dn, block, gs, reason}
     "nn.dn.alive",             # {dn}: a stale or dead node heard from again
     "nn.internal_error",       # {reason}: a bug caught, the daemon goes on

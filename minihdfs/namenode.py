@@ -412,7 +412,8 @@ class NameNode:
             self.blocks[info.id] = info
             inode.blocks.append(info.id)
             self._log_file("OP_ADD_BLOCK", inode)
-            self.emit("nn.block.allocate", path=path, block=info.id, gs=info.gs, pipeline=targets)
+            self.emit("nn.block.allocate", path=path, block=info.id, gs=info.gs, pipeline=targets,
+                      holder=holder, excluded=sorted(excluded or []))
             self.emit("nn.block.state", path=path, block=info.id, gs=info.gs, len=0,
                       state=UNDER_CONSTRUCTION)
             return self._located(info)
@@ -424,7 +425,7 @@ class NameNode:
             info = self.blocks.get(int(block))
             if info is None or not inode.blocks or inode.blocks[-1] != info.id:
                 return True
-            self.emit("nn.block.abandon", path=path, block=info.id, gs=info.gs)
+            self.emit("nn.block.abandon", path=path, block=info.id, gs=info.gs, holder=holder)
             self._remove_block(inode, info, "abandon")
             self._log_file("OP_UPDATE_BLOCKS", inode)
             return True
@@ -484,7 +485,8 @@ class NameNode:
             self.emit("nn.block.gs_bump", block=info.id, old_gs=old_gs, gs=info.gs,
                       reason="pipeline", path=info.path)
             self.emit("nn.block.update_pipeline", block=info.id, old_gs=old_gs, gs=info.gs,
-                      pipeline=list(new_nodes), path=info.path, len=info.num_bytes)
+                      pipeline=list(new_nodes), path=info.path, len=info.num_bytes,
+                      holder=holder)
             return True
 
     def rpc_fsync(self, path: str, holder: str, last_block_len: int = -1) -> bool:

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import jit
 from .checks import CHECK_IDS, prepare_bulk, run_checks
-from .expect import evaluate_expect, gather_facts
+from .expect import evaluate_expect, exercised, gather_facts
 from .load import RunSet, load_runs
 from .metrics import compute_metrics
 from .session import get_spark, session_conf, small_queries, spark_log_path
@@ -67,6 +67,7 @@ def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[dict]:
             "run_id": rid,
             "passed": bool(passed),
             "checks": [c.as_dict() for c in checks],
+            "exercised": exercised(checks),
             "expect": items,
             "metrics": m,
         })

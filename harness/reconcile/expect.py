@@ -3,7 +3,7 @@ final state.
 
 ```yaml
 expect:
-  checks: all                  # or a list of check ids; these must pass or skip
+  checks: all                  # or a list of check ids: each must be exercised (all: none)
   must_fail: [P2]              # checks that must FAIL (deliberately broken runs)
   files:
     /data/f1: {closed: true, min_len: hflushed, len: 4MiB, lease_recovered: true}
@@ -91,31 +91,47 @@ def _count_ok(spec: Any, value: int) -> bool | None:
 
 
 def required_checks(expect: dict) -> tuple[list[str], list[str], list[dict]]:
-    """(required ids, must-fail ids, items for ids that are not checks)."""
+    """(ids that must be exercised, must-fail ids, items for ids that are not checks).
+
+    Every check but the must-fail ones must pass or skip, whatever `checks:` says: a
+    list names what the scenario exists to exercise, it does not excuse the others (an
+    unlisted check that fails still fails the run). `checks: all` requires no exercise."""
     items = []
     spec = expect.get("checks", "all")
     if spec is None or spec == "all":
-        listed = list(CHECK_IDS)
+        listed = []
     elif isinstance(spec, (list, tuple)):
         listed = [str(c) for c in spec]
     else:
-        listed = list(CHECK_IDS)
+        listed = []
         items.append({"what": f"checks: {spec!r} is neither 'all' nor a list", "status": "fail"})
     must_fail = [str(c) for c in (expect.get("must_fail") or [])]
     for cid in listed + must_fail:
         if cid not in CHECK_IDS:
             items.append({"what": f"unknown check id {cid}", "status": "fail"})
-    required = [c for c in listed if c in CHECK_IDS and c not in must_fail]
-    return required, [c for c in must_fail if c in CHECK_IDS], items
+    exercise = [c for c in listed if c in CHECK_IDS and c not in must_fail]
+    return exercise, [c for c in must_fail if c in CHECK_IDS], items
+
+
+def exercised(checks: list[CheckResult]) -> list[str]:
+    """The ids of the checks that judged something in the run (pass or fail)."""
+    return [c.id for c in checks if c.status in ("pass", "fail")]
 
 
 def evaluate_expect(expect: dict, checks: list[CheckResult], metrics: dict,
                     facts: RunFacts) -> tuple[bool, list[dict]]:
-    """(passed, expect items) for one run: every required check passed or skipped, every
-    must_fail check failed, every item of the block holds."""
-    required, must_fail, items = required_checks(expect)
+    """(passed, expect items) for one run: every check but the must-fail ones passed or
+    skipped, each check the scenario lists was exercised (a skip of a listed check fails
+    the verdict: a pass that proved nothing must not look like one), every must_fail
+    check failed, every item of the block holds."""
+    exercise, must_fail, items = required_checks(expect)
     status = {c.id: c.status for c in checks}
-    checks_ok = all(status.get(c, "skip") in ("pass", "skip") for c in required)
+    checks_ok = all(status.get(c, "skip") in ("pass", "skip")
+                    for c in CHECK_IDS if c not in must_fail)
+    for cid in exercise:
+        if status.get(cid, "skip") == "skip":
+            items.append({"what": f"{cid} expected but nothing exercised it",
+                          "status": "fail"})
     for cid in must_fail:
         got = status.get(cid, "skip")
         items.append({"what": f"{cid} must fail (got {got})",

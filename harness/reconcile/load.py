@@ -297,6 +297,38 @@ class RunSet:
                 F.max("last_ts").alias("last_ts"), F.sum("len_sum").alias("len_sum"))
         return self.memo("bulk_stats", build)
 
+    @property
+    def log_stats(self) -> DataFrame:
+        """run_id, log (file stem), node, lines, malformed, min_seq, max_seq, seq_ok: one
+        row per event log of every run (an empty log too), for check I1. seq_ok: the seqs
+        of its lines are exactly min_seq..max_seq, each once (lines without a seq aside:
+        those are malformed). The simple form: it reads every line again."""
+        def build():
+            # the narrow parse gives the seq of the dense lines only; the others' comes
+            # from their full parse
+            cols = ["run_id", "log", "node", "seq"]
+            every = (self.lines.filter("dense").select(*cols)
+                     .unionByName(self.rare_lines.select(*cols)))
+            per_log = every.groupBy("run_id", "log").agg(
+                F.count(F.lit(1)).alias("lines"), F.min("node").alias("node"),
+                F.min("seq").alias("min_seq"), F.max("seq").alias("max_seq"),
+                F.count("seq").alias("_n"), F.countDistinct("seq").alias("_d"))
+            bad = self.malformed.groupBy("run_id", "log").agg(
+                F.count(F.lit(1)).alias("malformed"))
+            names = [(rid, os.path.basename(f)[:-len(".jsonl")])
+                     for rid, info in self.runs.items() for f in info.event_files]
+            logs = self.spark.createDataFrame(names, "run_id string, log string")
+            j = (logs.join(per_log, ["run_id", "log"], "left")
+                 .join(bad, ["run_id", "log"], "left"))
+            seq_ok = F.coalesce((F.col("_n") == F.col("_d"))
+                                & (F.col("max_seq") - F.col("min_seq") + 1 == F.col("_d")),
+                                F.col("_n") == 0, F.lit(True))
+            return j.select("run_id", "log", "node",
+                            F.coalesce("lines", F.lit(0)).cast("long").alias("lines"),
+                            F.coalesce("malformed", F.lit(0)).cast("long").alias("malformed"),
+                            "min_seq", "max_seq", seq_ok.alias("seq_ok"))
+        return self.memo("log_stats", build)
+
     def folded_part(self, kind: int) -> DataFrame | None:
         """The partial summaries of the dense lines of one `kind` (jvm.STATS, ACKS,
         WRITES) that the loader folded them into, a row per key and partition (see

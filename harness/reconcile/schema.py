@@ -45,11 +45,13 @@ FIELDS = [
     ("op", T.StringType()), ("dn", T.StringType()), ("source", T.StringType()),
     ("target", T.StringType()), ("dst", T.StringType()), ("delete", T.BooleanType()),
     ("block_size", T.LongType()), ("rack", T.StringType()),
+    ("excluded", T.ArrayType(T.StringType())),
     # DataNode
     ("replicas", T.StringType()), ("stage", T.StringType()), ("upstream", T.StringType()),
     ("downstream", T.StringType()), ("status", T.StringType()), ("peer", T.StringType()),
     ("answers", T.ArrayType(ANSWER)), ("rule", T.StringType()), ("new_len", T.LongType()),
     ("count", T.LongType()), ("full", T.BooleanType()), ("nn", T.StringType()),
+    ("first_bad_link", T.StringType()),
     # client
     ("mode", T.StringType()), ("crc", T.LongType()), ("error_index", T.LongType()),
     ("bad_node", T.StringType()), ("acked", T.LongType()), ("policy", T.StringType()),

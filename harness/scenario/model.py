@@ -24,8 +24,8 @@ from .fields import (INVALID, AnyValue, Bool, Context, Duration, Enum, HadoopCon
                      ValueType, child, did_you_mean, spec, yaml_fields)
 
 CHECK_IDS: tuple[str, ...] = (
-    tuple(f"P{i}" for i in range(1, 7)) + tuple(f"L{i}" for i in range(1, 7))
-    + tuple(f"B{i}" for i in range(1, 6)) + tuple(f"D{i}" for i in range(1, 5)))
+    ("I1",) + tuple(f"P{i}" for i in range(1, 8)) + tuple(f"L{i}" for i in range(1, 7))
+    + tuple(f"B{i}" for i in range(1, 7)) + tuple(f"D{i}" for i in range(1, 5)))
 """The checks of spec/CHECKS.md."""
 
 OPERATIONS = ("write", "append", "read", "recover_lease", "truncate")

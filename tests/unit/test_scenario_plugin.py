@@ -68,8 +68,10 @@ FAILED_VERDICT = {
                       {"path": "/data/f1", "holder": "c2", "from": 2.0, "to": 4.0}]},
         {"id": "D1", "status": "fail", "evidence": [{"row": i} for i in range(12)]},
     ],
+    "exercised": ["P1", "L1", "D1"],
     "expect": [{"what": "/data/f1 closed", "status": "fail"},
-               {"what": "/data/f1 lease_recovered", "status": "pass"}],
+               {"what": "/data/f1 lease_recovered", "status": "pass"},
+               {"what": "L3 expected but nothing exercised it", "status": "fail"}],
 }
 
 
@@ -106,6 +108,8 @@ def test_passing_failing_and_invalid_scenarios(pytester, library, runner):
         "*check D1: FAIL",
         "*... and 2 more rows",
         "*expect /data/f1 closed: FAIL",
+        "*expect L3 expected but nothing exercised it: FAIL",
+        "*exercised: P1, L1, D1",
     ])
     lines = text.splitlines()
     invalid = lines.index("scenario file scenarios/typo.yaml is invalid:")

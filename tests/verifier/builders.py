@@ -56,6 +56,12 @@ class Run:
             self.scenario["expect"] = expect
         self.final: dict | None = None
         self.raw_lines: dict[str, list[str]] = defaultdict(list)
+        self.garbage_lines: set[str] = set()
+        # write() numbers each log's seq 0, 1, ... in file order, so that a case that
+        # drops or adds events still has whole logs (check I1); False keeps the seqs as
+        # logged, for the cases that tear a log on purpose
+        self.renumber = True
+        self.no_events = False
 
     def ev(self, t: float, node: str, event: str, **fields) -> "Run":
         rec = {"ts": round(T0 + t, 6), "node": node, "role": role_of(node),
@@ -68,6 +74,7 @@ class Run:
     def garbage(self, node: str, line: str) -> "Run":
         """A raw line appended to the node's log as it is (for malformed-line tests)."""
         self.lines[node].append(line)
+        self.garbage_lines.add(line)
         return self
 
     def drop(self, event: str, **match) -> "Run":
@@ -91,8 +98,13 @@ class Run:
 
     def write(self, root: str) -> str:
         d = os.path.join(root, self.run_id)
-        os.makedirs(os.path.join(d, "events"), exist_ok=True)
-        for node, lines in self.lines.items():
+        if not self.no_events:
+            os.makedirs(os.path.join(d, "events"), exist_ok=True)
+        else:
+            os.makedirs(d, exist_ok=True)
+        for node, lines in ({} if self.no_events else self.lines).items():
+            if self.renumber:
+                lines = self._numbered(lines)
             with open(os.path.join(d, "events", f"{node}.jsonl"), "w") as f:
                 f.write("".join(l + "\n" for l in lines))
         with open(os.path.join(d, "scenario.yaml"), "w") as f:
@@ -101,6 +113,18 @@ class Run:
             with open(os.path.join(d, "final_state.json"), "w") as f:
                 json.dump(self.final, f, indent=1)
         return d
+
+
+    def _numbered(self, lines: list[str]) -> list[str]:
+        out, seq = [], 0
+        for l in lines:
+            if l not in self.garbage_lines:
+                rec = json.loads(l)
+                rec["seq"] = seq
+                seq += 1
+                l = json.dumps(rec, separators=(",", ":"))
+            out.append(l)
+        return out
 
 
 def _matches(line: str, event: str, match: dict) -> bool:
@@ -131,16 +155,20 @@ def start(r: Run, t: float = 0.0):
     for i, dn in enumerate(["dn1", "dn2", "dn3", "dn4"]):
         r.ev(t + 0.01 * (i + 1), dn, "dn.start", replicas=0)
         r.ev(t + 0.01 * (i + 1) + 0.001, "nn", "nn.dn.register", dn=dn)
+    for node in ["nn", "dn1", "dn2", "dn3", "dn4"]:
+        r.ev(t + 0.05, "harness", "harness.node.start", target=node)
 
 
 def open_create(r: Run, t: float, client="c1", holder=C1, path="/f", block=1001, gs=1001,
                 pipeline=PIPE, op_id="w1"):
+    r.ev(t - 0.001, "harness", "harness.node.start", target=client)
     r.ev(t, client, "client.start", holder=holder)
     r.ev(t + 0.001, client, "client.op.start", op_id=op_id, op="write", path=path)
     r.ev(t + 0.002, "nn", "nn.file.create", path=path, holder=holder)
     r.ev(t + 0.003, "nn", "nn.lease.add", holder=holder, path=path)
     r.ev(t + 0.004, client, "client.stream.open", path=path, holder=holder, mode="create")
-    r.ev(t + 0.005, "nn", "nn.block.allocate", path=path, block=block, gs=gs, pipeline=pipeline)
+    r.ev(t + 0.005, "nn", "nn.block.allocate", path=path, block=block, gs=gs, pipeline=pipeline,
+         holder=holder, excluded=[])
     r.ev(t + 0.006, "nn", "nn.block.state", path=path, block=block, gs=gs, len=0,
          state="UNDER_CONSTRUCTION")
     for i, dn in enumerate(pipeline):
@@ -230,7 +258,7 @@ def pipeline_recovery(run_id: str, config=None, expect=None) -> Run:
         r.ev(1.65 + 0.001 * i, dn, "dn.pipeline.setup", block=1001, gs=1002,
              stage="PIPELINE_SETUP_STREAMING_RECOVERY", pipeline=NEW_PIPE, status="SUCCESS")
     r.ev(1.66, "nn", "nn.block.update_pipeline", block=1001, old_gs=1001, gs=1002,
-         pipeline=NEW_PIPE)
+         pipeline=NEW_PIPE, holder=C1)
     r.ev(1.67, "c1", "client.pipeline.recovered", path="/f", block=1001, old_gs=1001, gs=1002,
          pipeline=NEW_PIPE)
     write(r, 1.7, 512, 512)
@@ -263,6 +291,7 @@ def lease_recovery(run_id: str, config=None, expect=None, answers=None, final_le
     r.ev(1.3, "harness", "harness.fault.inject", fault="crash", kind="crash_client",
          target="c1", params="{}")
     r.ev(1.3, "harness", "harness.node.kill", target="c1")
+    r.ev(1.999, "harness", "harness.node.start", target="c2")
     r.ev(2.0, "c2", "client.start", holder=C2)
     r.ev(2.0, "c2", "client.op.start", op_id="w2", op="recover_lease", path="/f")
     r.ev(2.1, "nn", "nn.lease.recover", path="/f", holder=C1, requester=C2, force=False,

@@ -26,29 +26,106 @@ def case(run_id: str, *expect: tuple[str, str]):
 
 # -- the three base stories -----------------------------------------------------------------
 
-ALL_SKIP_IN_HAPPY = ["P1", "P2", "P3", "P4", "P5", "P6", "L2", "L3", "L4", "L5", "L6",
-                     "B1", "B2", "B3", "B4", "B5"]
+ALL_SKIP_IN_HAPPY = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "L2", "L3", "L4", "L5", "L6",
+                     "B1", "B2", "B3", "B4", "B5", "B6"]
 
 
 @case("happy", *[(c, "skip") for c in ALL_SKIP_IN_HAPPY],
-      ("L1", "pass"), ("D1", "pass"), ("D2", "pass"), ("D3", "pass"), ("D4", "pass"))
+      ("I1", "pass"), ("L1", "pass"), ("D1", "pass"), ("D2", "pass"), ("D3", "pass"),
+      ("D4", "pass"))
 def _happy(rid):
     return happy(rid)
 
 
-@case("pipeline-recovery", ("P1", "pass"), ("P2", "pass"), ("P3", "pass"), ("P4", "pass"),
-      ("P5", "pass"), ("P6", "skip"), ("L1", "pass"), ("B1", "skip"), ("D1", "pass"),
+@case("pipeline-recovery", ("I1", "pass"), ("P1", "pass"), ("P2", "pass"), ("P3", "pass"),
+      ("P4", "pass"), ("P5", "pass"), ("P6", "skip"), ("L1", "pass"), ("B1", "skip"), ("D1", "pass"),
       ("D2", "pass"), ("D3", "pass"), ("D4", "pass"))
 def _pipe(rid):
     return pipeline_recovery(rid)
 
 
-@case("lease-recovery", ("L1", "pass"), ("L2", "pass"), ("L3", "skip"), ("L4", "pass"),
-      ("L5", "pass"), ("L6", "skip"), ("B1", "pass"), ("B2", "pass"), ("B3", "pass"),
+@case("lease-recovery", ("I1", "pass"), ("L1", "pass"), ("L2", "pass"), ("L3", "skip"),
+      ("L4", "pass"), ("L5", "pass"), ("L6", "skip"), ("B1", "pass"), ("B2", "pass"), ("B3", "pass"),
       ("B4", "skip"), ("B5", "pass"), ("D1", "pass"), ("D2", "pass"), ("D3", "pass"),
       ("D4", "pass"), ("P1", "skip"), ("P5", "skip"))
 def _lease(rid):
     return lease_recovery(rid)
+
+
+# -- I1 logs complete ---------------------------------------------------------------------------
+# Every run is judged (there is always a folder to look at): I1 has no skip case.
+
+@case("I1-no-events", ("I1", "fail"))
+def _(rid):
+    r = happy(rid)
+    r.no_events = True
+    return r
+
+
+@case("I1-process-left-no-log", ("I1", "fail"))
+def _(rid):
+    r = happy(rid)
+    r.lines.pop("dn4")
+    return r
+
+
+@case("I1-seq-gap", ("I1", "fail"))
+def _(rid):
+    """Lines lost inside dn1's log (a torn write, not a kill: the log goes on after)."""
+    r = happy(rid)
+    r.renumber = False
+    del r.lines["dn1"][1]
+    return r
+
+
+@case("I1-seq-not-from-zero", ("I1", "fail"))
+def _(rid):
+    r = happy(rid)
+    r.renumber = False
+    del r.lines["dn2"][0]
+    return r
+
+
+@case("I1-seq-repeated", ("I1", "fail"))
+def _(rid):
+    r = happy(rid)
+    r.renumber = False
+    r.lines["c1"].append(r.lines["c1"][-1])
+    return r
+
+
+@case("I1-killed-log-ends-early", ("I1", "pass"))
+def _(rid):
+    """dn2 was SIGKILLed: its log simply stops (no dn.stop): that is no gap."""
+    return pipeline_recovery(rid)
+
+
+@case("I1-malformed-line", ("I1", "fail"))
+def _(rid):
+    return happy(rid).garbage("dn3", '{"ts": 1700000001.5, "node": "dn3", "se')
+
+
+@case("I1-no-final-state", ("I1", "fail"))
+def _(rid):
+    r = happy(rid)
+    r.final = None
+    return r
+
+
+@case("I1-run-timed-out", ("I1", "fail"))
+def _(rid):
+    return happy(rid).edit("harness.run.end", {}, status="timeout")
+
+
+@case("I1-no-run-end", ("I1", "fail"))
+def _(rid):
+    return happy(rid).drop("harness.run.end")
+
+
+@case("I1-runner-completed", ("I1", "pass"))
+def _(rid):
+    """The runner writes `completed` for a run that went through: that is ok."""
+    return happy(rid).edit("harness.run.end", {}, status="completed")
 
 
 # -- P1 rebuild -------------------------------------------------------------------------------
@@ -78,6 +155,49 @@ def _(rid):
          bad_node="dn2", acked=0, error="ConnectException")
     r.ev(1.013, "c1", "client.pipeline.abandon", path="/f", block=1000, gs=1000, bad_node="dn2")
     return r
+
+
+@case("P1-failed-close-without-recovery", ("P1", "fail"))
+def _(rid):
+    """The error comes after the last ack; the stream then closes (unsuccessfully) with
+    no recovery and no failure for good: it went on without rebuilding."""
+    r = happy(rid).drop("client.close").drop("client.op.end")
+    r.ev(1.25, "c1", "client.pipeline.error", path="/f", block=1001, gs=1001,
+         stage="DATA_STREAMING", pipeline=PIPE, error_index=1, bad_node="dn2", acked=1024,
+         error="IOException")
+    r.ev(1.4, "c1", "client.close", path="/f", len=1024, ok=False, error="IOException")
+    return r
+
+
+@case("P1-write-after-error-without-recovery", ("P1", "fail"))
+def _(rid):
+    r = happy(rid)
+    r.ev(1.19, "c1", "client.pipeline.error", path="/f", block=1001, gs=1001,
+         stage="DATA_STREAMING", pipeline=PIPE, error_index=1, bad_node="dn2", acked=512,
+         error="IOException")
+    return r.drop("client.ack", acked=1024).drop("client.close")
+
+
+@case("P1-failed-for-good", ("P1", "skip"), ("P6", "pass"))
+def _(rid):
+    """The same error, then client.stream.error: the stream did not go on (P6's case)."""
+    r = happy(rid).drop("client.close").drop("client.op.end")
+    r.ev(1.25, "c1", "client.pipeline.error", path="/f", block=1001, gs=1001,
+         stage="DATA_STREAMING", pipeline=["dn1"], error_index=0, bad_node="dn1", acked=1024,
+         error="IOException")
+    r.ev(1.26, "c1", "client.stream.error", path="/f", error="AllDatanodesBad")
+    r.ev(1.4, "c1", "client.close", path="/f", len=1024, ok=False, error="AllDatanodesBad")
+    return r
+
+
+@case("P1-null-gs", ("P1", "fail"))
+def _(rid):
+    return pipeline_recovery(rid).edit("client.pipeline.recovered", {}, gs=None)
+
+
+@case("P1-null-bad-node", ("P1", "fail"))
+def _(rid):
+    return pipeline_recovery(rid).edit("client.pipeline.error", {}, bad_node=None)
 
 
 # -- P2 policy --------------------------------------------------------------------------------
@@ -131,6 +251,12 @@ def _(rid):
     r = pipeline_recovery(rid).edit("dn.transfer", {}, len=0)
     return r.edit("dn.replica.state", {"block": 1001, "gs": 1002, "state": "RBW", "node": "dn4"},
                   len=0)
+
+
+@case("P3-member-without-replica", ("P3", "fail"))
+def _(rid):
+    """dn4 is in the new pipeline but never logged the replica at GS 1002."""
+    return pipeline_recovery(rid).drop("dn.replica.state", node="dn4", gs=1002)
 
 
 # -- P4 NameNode agrees -----------------------------------------------------------------------
@@ -195,6 +321,87 @@ def _(rid):
 @case("P6-silent", ("P6", "fail"))
 def _(rid):
     return all_bad(rid, close_ok=False, report=False).drop("client.close").drop("client.op.end")
+
+
+# -- P7 setup errors blame the right node ------------------------------------------------------
+
+def setup_failure(rid: str, failed: list, dn_setup: dict, blamed: str, excluded: list,
+                  pipeline: list) -> Run:
+    """Block 1000's pipeline `failed` cannot be set up: each DataNode of `dn_setup` logs
+    its setup (status, firstBadLink); the client blames `blamed`, abandons the block and
+    gets block 1001 on `pipeline` with `excluded`; then it writes 1024 bytes."""
+    r = Run(rid)
+    start(r)
+    r.ev(0.99, "nn", "nn.block.allocate", path="/f", block=1000, gs=1000, pipeline=failed,
+         holder=C1, excluded=[])
+    for i, (dn, (status, fbl)) in enumerate(dn_setup.items()):
+        r.ev(0.9905 + 0.0001 * i, dn, "dn.pipeline.setup", block=1000, gs=1000,
+             stage="PIPELINE_SETUP_CREATE", pipeline=failed[failed.index(dn):],
+             status=status, first_bad_link=fbl)
+    r.ev(0.992, "c1", "client.pipeline.error", path="/f", block=1000, gs=1000,
+         stage="PIPELINE_SETUP_CREATE", pipeline=failed, error_index=failed.index(blamed)
+         if blamed in failed else -1, bad_node=blamed, acked=0, error="IOException")
+    r.ev(0.993, "c1", "client.pipeline.abandon", path="/f", block=1000, gs=1000,
+         bad_node=blamed)
+    r.ev(0.994, "nn", "nn.block.abandon", path="/f", block=1000, gs=1000, holder=C1)
+    open_create(r, 1.0, pipeline=pipeline)
+    r.edit("nn.block.allocate", {"block": 1001}, excluded=excluded)
+    write(r, 1.1, 0, 512)
+    r.ev(1.15, "c1", "client.hflush", path="/f", offset=512)
+    write(r, 1.2, 512, 512)
+    close(r, 1.3, 1024, pipeline=pipeline)
+    end(r, 2.0)
+    r.final = final_state(
+        [{"path": "/f", "closed": True, "len": 1024, "replication": 3,
+          "blocks": [{"block": 1001, "gs": 1001, "len": 1024, "state": "COMPLETE",
+                      "locations": pipeline}]}],
+        {dn: ([replica(1001, 1001, 1024)] if dn in pipeline else [])
+         for dn in ["dn1", "dn2", "dn3", "dn4"]},
+        readback={"/f": {"len": 1024, "crc": crc("/f", 0, 1024)}})
+    return r
+
+
+BAD_LINK = {"dn1": ("ERROR", "dn3"), "dn2": ("ERROR", "dn3")}
+
+
+@case("P7-first-bad-link", ("P7", "pass"), ("P1", "skip"), ("I1", "pass"), ("D2", "pass"))
+def _(rid):
+    """dn2 cannot reach dn3: both answer ERROR with firstBadLink dn3; the client blames
+    dn3 (index 2), not the node that answered."""
+    return setup_failure(rid, PIPE, BAD_LINK, "dn3", ["dn3"], ["dn1", "dn2", "dn4"])
+
+
+@case("P7-blames-the-answerer", ("P7", "fail"))
+def _(rid):
+    return setup_failure(rid, PIPE, BAD_LINK, "dn2", ["dn2"], ["dn1", "dn3", "dn4"])
+
+
+@case("P7-could-not-connect", ("P7", "pass"))
+def _(rid):
+    """dn1 never logs the setup: the client could not reach it and blames it."""
+    return setup_failure(rid, PIPE, {}, "dn1", ["dn1"], ["dn2", "dn3", "dn4"])
+
+
+@case("P7-could-not-connect-blames-other", ("P7", "fail"))
+def _(rid):
+    return setup_failure(rid, PIPE, {}, "dn2", ["dn2"], ["dn1", "dn3", "dn4"])
+
+
+@case("P7-not-excluded", ("P7", "fail"))
+def _(rid):
+    return setup_failure(rid, PIPE, BAD_LINK, "dn3", [], ["dn1", "dn2", "dn4"])
+
+
+@case("P7-placed-again", ("P7", "fail"))
+def _(rid):
+    return setup_failure(rid, PIPE, BAD_LINK, "dn3", ["dn3"], ["dn3", "dn2", "dn4"])
+
+
+@case("P7-first-node-succeeded", ("P7", "skip"))
+def _(rid):
+    """dn1 reports SUCCESS: the setup failed elsewhere (a lost ack): nothing to judge."""
+    return setup_failure(rid, PIPE, {"dn1": ("SUCCESS", None)}, "dn1", ["dn1"],
+                         ["dn2", "dn3", "dn4"])
 
 
 # -- L1 one writer ------------------------------------------------------------------------------
@@ -316,6 +523,31 @@ def _(rid):
     return r.edit("client.close", {"node": "c1"}, ok=True, error=None)
 
 
+def late_holder_op(rid: str, event: str, **fields) -> Run:
+    """After c1's lease on /f was recovered, the NameNode accepts `event` from c1."""
+    r = back_from_partition(rid, accepted=False)
+    r.ev(6.5, "nn", event, holder=C1, **fields)
+    return r
+
+
+@case("L5-old-addblock", ("L5", "fail"))
+def _(rid):
+    return late_holder_op(rid, "nn.block.allocate", path="/f", block=1002, gs=1003,
+                          pipeline=PIPE, excluded=[])
+
+
+@case("L5-old-update-pipeline", ("L5", "fail"))
+def _(rid):
+    """update_pipeline names the block only: its path comes from the block's allocation."""
+    return late_holder_op(rid, "nn.block.update_pipeline", block=1001, old_gs=1002, gs=1003,
+                          pipeline=PIPE)
+
+
+@case("L5-old-abandon", ("L5", "fail"))
+def _(rid):
+    return late_holder_op(rid, "nn.block.abandon", path="/f", block=1001, gs=1002)
+
+
 # -- L6 renewals --------------------------------------------------------------------------------
 
 def long_writer(rid: str, renew_every: float) -> Run:
@@ -375,9 +607,24 @@ def _(rid):
 
 @case("B2-finalized-wins", ("B2", "pass"))
 def _(rid):
+    """FINALIZED 768 wins; dn3's RBW of exactly 768 takes part, dn2's 512 does not."""
+    return lease_recovery(rid, answers=[("dn1", "FINALIZED", 768), ("dn2", "RBW", 512),
+                                        ("dn3", "RBW", 768)], final_len=768) \
+        .edit("dn.recovery.sync", {}, rule="finalized", pipeline=["dn1", "dn3"])
+
+
+@case("B2-wrong-participants", ("B2", "fail"))
+def _(rid):
+    """Right rule and length, but dn2's shorter RBW replica is made a participant."""
     return lease_recovery(rid, answers=[("dn1", "FINALIZED", 768), ("dn2", "RBW", 512),
                                         ("dn3", "RBW", 768)], final_len=768) \
         .edit("dn.recovery.sync", {}, rule="finalized")
+
+
+@case("B2-participant-missing", ("B2", "fail"))
+def _(rid):
+    """min_rbw of three RBW answers, but only two take part."""
+    return lease_recovery(rid).edit("dn.recovery.sync", {}, pipeline=["dn1", "dn2"])
 
 
 @case("B2-finalized-ignored", ("B2", "fail"))
@@ -416,6 +663,19 @@ def _(rid):
     return r
 
 
+@case("B3-commit-gs-not-recovery-id", ("B3", "fail"))
+def _(rid):
+    """Everyone agrees on GS 1003, but the recovery id was 1002."""
+    r = lease_recovery(rid).edit("nn.recovery.commit", {}, gs=1003)
+    r.edit("dn.replica.state", {"gs": 1002}, gs=1003)
+    r.edit("nn.block.state", {"gs": 1002}, gs=1003)
+    r.final["files"][0]["blocks"][0]["gs"] = 1003
+    for reps in r.final["datanodes"].values():
+        for rep in reps:
+            rep["gs"] = 1003
+    return r
+
+
 # -- B4 empty block -----------------------------------------------------------------------------
 
 def empty_block(rid: str, removed: bool) -> Run:
@@ -428,6 +688,20 @@ def empty_block(rid: str, removed: bool) -> Run:
         r.ev(5.031, "nn", "nn.block.state", path="/f", block=1001, gs=1002, len=0, state="REMOVED")
         r.final["files"][0]["blocks"] = []
     return r
+
+
+@case("B4-no-replica-anywhere", ("B4", "pass"))
+def _(rid):
+    """No DataNode ever got the block: no answer at all, and the block is removed."""
+    r = empty_block(rid, removed=True)
+    r.drop("dn.recovery.init_replica").drop("dn.recovery.update_replica")
+    return r.edit("dn.recovery.sync", {}, answers=[], pipeline=[])
+
+
+@case("B4-no-replica-committed", ("B4", "fail"))
+def _(rid):
+    r = empty_block(rid, removed=False)
+    return r.edit("dn.recovery.sync", {}, answers=[], pipeline=[], rule="min_rbw", len=0)
 
 
 @case("B4-removed", ("B4", "pass"))
@@ -457,6 +731,58 @@ def _(rid):
     return r
 
 
+# -- B6 restart makes RWR ------------------------------------------------------------------------
+
+def dn_restart(rid: str, back_as: str | None = "RWR") -> Run:
+    """The pipeline-recovery story; dn2 (killed holding an RBW replica of 512 bytes at GS
+    1001) starts again at 2.0 and logs the replica as `back_as` (None: not at all)."""
+    r = pipeline_recovery(rid)
+    r.ev(2.0, "harness", "harness.node.start", target="dn2")
+    r.ev(2.0, "dn2", "dn.start", replicas=1)
+    if back_as:
+        r.ev(2.0001, "dn2", "dn.replica.state", block=1001, gs=1001, len=512, state=back_as,
+             reason="restart")
+    return r
+
+
+@case("B6-restart-rwr", ("B6", "pass"), ("I1", "pass"))
+def _(rid):
+    return dn_restart(rid)
+
+
+@case("B6-back-as-rbw", ("B6", "fail"))
+def _(rid):
+    return dn_restart(rid, back_as="RBW")
+
+
+@case("B6-never-logged", ("B6", "fail"))
+def _(rid):
+    return dn_restart(rid, back_as=None)
+
+
+@case("B6-rejoins-as-rbw", ("B6", "fail"))
+def _(rid):
+    r = dn_restart(rid)
+    r.ev(2.1, "dn2", "dn.replica.state", block=1001, gs=1003, len=512, state="RBW")
+    return r
+
+
+@case("B6-answers-as-rbw", ("B6", "fail"))
+def _(rid):
+    r = dn_restart(rid)
+    r.ev(2.2, "dn2", "dn.recovery.init_replica", block=1001, recovery_id=1003, state="RBW",
+         len=512, gs=1001, result="ok")
+    return r
+
+
+@case("B6-answers-as-rwr", ("B6", "pass"))
+def _(rid):
+    r = dn_restart(rid)
+    r.ev(2.2, "dn2", "dn.recovery.init_replica", block=1001, recovery_id=1003, state="RWR",
+         len=512, gs=1001, result="ok")
+    return r
+
+
 # -- D1 hflush durable --------------------------------------------------------------------------
 
 @case("D1-lost-hflush", ("D1", "fail"))
@@ -470,6 +796,58 @@ def _(rid):
 @case("D1-no-hflush", ("D1", "skip"), ("D2", "pass"))
 def _(rid):
     return happy(rid, hflush=False)
+
+
+def after_hflush(rid: str, final_path: str, final_len: int, *ops) -> Run:
+    """The happy story (hflush at 512, 1024 bytes closed), then NameNode operations on
+    the file ((ts, event, fields)...), ending as `final_path` with `final_len` bytes (or
+    no file at all when `final_path` is None)."""
+    r = happy(rid)
+    for t, event, fields in ops:
+        r.ev(t, "nn", event, **fields)
+    if final_path is None:
+        r.final["files"], r.final["readback"] = [], {}
+        return r
+    f = r.final["files"][0]
+    f["path"], f["len"] = final_path, final_len
+    f["blocks"][0]["len"] = final_len
+    r.final["readback"] = {final_path: {"len": final_len, "crc": crc("/f", 0, final_len)}}
+    return r
+
+
+TRUNC = (1.5, "nn.file.truncate", {"path": "/f", "len": 256, "ok": True})
+RENAME = (1.6, "nn.file.rename", {"path": "/f", "dst": "/g"})
+
+
+@case("D1-truncated-after-hflush", ("D1", "pass"))
+def _(rid):
+    """Truncated to 256 after hflushing 512: 256 bytes must survive."""
+    return after_hflush(rid, "/f", 256, TRUNC)
+
+
+@case("D1-truncated-then-lost", ("D1", "fail"))
+def _(rid):
+    return after_hflush(rid, "/f", 100, TRUNC)
+
+
+@case("D1-renamed-after-hflush", ("D1", "pass"))
+def _(rid):
+    return after_hflush(rid, "/g", 1024, RENAME)
+
+
+@case("D1-renamed-then-lost", ("D1", "fail"))
+def _(rid):
+    return after_hflush(rid, "/g", 256, RENAME)
+
+
+@case("D1-truncated-renamed-then-lost", ("D1", "fail"))
+def _(rid):
+    return after_hflush(rid, "/g", 200, TRUNC, RENAME)
+
+
+@case("D1-deleted-after-hflush", ("D1", "skip"))
+def _(rid):
+    return after_hflush(rid, None, 0, (1.6, "nn.file.delete", {"path": "/f"}))
 
 
 # -- D2 content ---------------------------------------------------------------------------------
@@ -590,7 +968,7 @@ def _(rid):
 
 @case("expect-subset")
 def _(rid):
-    r = happy(rid, expect={"checks": ["P1", "D2"]})
+    r = happy(rid, expect={"checks": ["D1", "D2"]})
     r.ev(1.25, "nn", "nn.lease.add", holder=C2, path="/f")
     return r
 
@@ -615,4 +993,30 @@ def _(rid):
     r.garbage("nn", '{"ts": 1700000001.9, "node": "nn", "role": "namenode", "seq": "nine", '
                     '"event": "nn.dn.register", "dn": "dn9"}')                  # seq mistyped: kept
     r.ev(1.95, "nn", "nn.dn.register", dn="dn8", shelf="/s9", zone={"a": 1})   # unknown fields
+    return r
+
+
+@case("expect-listed-but-skipped")
+def _(rid):
+    """P3 is listed but nothing in the run exercises it: the verdict fails."""
+    return happy(rid, expect={"checks": ["P3", "D2"]})
+
+
+@case("expect-listed-and-exercised")
+def _(rid):
+    return pipeline_recovery(rid, expect={"checks": ["I1", "P1", "P2", "P3", "P4", "D1"]})
+
+
+@case("expect-listed-must-fail-skips")
+def _(rid):
+    """A check that must fail and is listed, yet skips: must_fail reports it once."""
+    return happy(rid, expect={"checks": ["P2", "D2"], "must_fail": ["P2"]})
+
+
+@case("expect-listed-torn-log")
+def _(rid):
+    """I1 is not listed, yet a torn log fails the verdict: a list cannot excuse it."""
+    r = happy(rid, expect={"checks": ["D1", "D2"]})
+    r.renumber = False
+    del r.lines["dn1"][1]
     return r

@@ -32,11 +32,21 @@ def test_check_outcome(case_verdicts, run_id, check, status):
         assert result["evidence"] == []
 
 
+# I1 judges every run (there is always a folder to look at): it cannot skip
+NEVER_SKIP = {"I1"}
+
+
 def test_every_check_has_pass_fail_and_skip_cases():
     seen = {(c, s) for _, c, s in EXPECTED}
     for check in CHECK_IDS:
         for status in ("pass", "fail", "skip"):
+            if status == "skip" and check in NEVER_SKIP:
+                continue
             assert (check, status) in seen, f"{check} has no {status} case"
+
+
+def test_i1_never_skips(case_verdicts):
+    assert all(_status(case_verdicts, rid, "I1")["status"] != "skip" for rid in case_verdicts)
 
 
 def test_no_check_crashes(case_verdicts):
@@ -71,3 +81,58 @@ def test_l1_evidence_names_both_holders(case_verdicts):
 def test_b2_evidence_gives_expected_length(case_verdicts):
     ev = _status(case_verdicts, "B2-max-length", "B2")["evidence"][0]
     assert ev["exp_rule"] == "min_rbw" and ev["exp_len"] == 512 and ev["len"] == 1024
+
+
+def _why(verdicts, run_id, check):
+    return " | ".join(e["why"] for e in _status(verdicts, run_id, check)["evidence"])
+
+
+# each new failing case fails for its own reason, named in the evidence
+REASONS = [
+    ("I1-no-events", "I1", "no event logs"),
+    ("I1-process-left-no-log", "I1", "dn4 was started by the harness but left no log"),
+    ("I1-seq-gap", "I1", "events/dn1.jsonl: its seqs 0..3 have gaps"),
+    ("I1-seq-not-from-zero", "I1", "events/dn2.jsonl: its first seq is 1, not 0"),
+    ("I1-seq-repeated", "I1", "events/c1.jsonl: its seqs"),
+    ("I1-malformed-line", "I1", "events/dn3.jsonl: 1 malformed line"),
+    ("I1-no-final-state", "I1", "final_state.json is missing"),
+    ("I1-run-timed-out", "I1", "status timeout"),
+    ("I1-no-run-end", "I1", "no harness.run.end"),
+    ("P1-failed-close-without-recovery", "P1", "no client.pipeline.recovered"),
+    ("P1-write-after-error-without-recovery", "P1", "no client.pipeline.recovered"),
+    ("P1-null-gs", "P1", "names no GS"),
+    ("P1-null-bad-node", "P1", "names no bad node"),
+    ("P3-member-without-replica", "P3", "dn4 is in the new pipeline but never held"),
+    ("P7-blames-the-answerer", "P7", "the client blamed dn2, but the DataNodes' setup names dn3"),
+    ("P7-could-not-connect-blames-other", "P7", "dn1 never logged the setup"),
+    ("P7-not-excluded", "P7", "the next addBlock excluded [], not dn3"),
+    ("P7-placed-again", "P7", "placed on dn3 again"),
+    ("L5-old-addblock", "L5", "accepted nn.block.allocate from DFSClient_c1_100"),
+    ("L5-old-update-pipeline", "L5", "accepted nn.block.update_pipeline from DFSClient_c1_100"),
+    ("L5-old-abandon", "L5", "accepted nn.block.abandon from DFSClient_c1_100"),
+    ("B2-wrong-participants", "B2", "participants [dn1,dn2,dn3], but the answers that qualify "
+                                    "for finalized are [dn1,dn3]"),
+    ("B2-participant-missing", "B2", "participants [dn1,dn2], but"),
+    ("B3-commit-gs-not-recovery-id", "B3", "the commit set GS 1003, not the recovery id 1002"),
+    ("B4-no-replica-committed", "B4", "every replica is empty, yet the rule was min_rbw"),
+    ("B6-back-as-rbw", "B6", "came back as RBW, not RWR"),
+    ("B6-never-logged", "B6", "never logged it as RWR"),
+    ("B6-rejoins-as-rbw", "B6", "rejoined a pipeline as RBW"),
+    ("B6-answers-as-rbw", "B6", "answered block recovery 1003 as RBW"),
+    ("D1-truncated-then-lost", "D1", "final length 100 is below the hflushed offset 256"),
+    ("D1-renamed-then-lost", "D1", "final length 256 is below the hflushed offset 512"),
+    ("D1-truncated-renamed-then-lost", "D1", "final length 200 is below the hflushed offset 256"),
+]
+
+
+@pytest.mark.parametrize("run_id,check,fragment", REASONS, ids=[r for r, _, _ in REASONS])
+def test_fails_for_the_right_reason(case_verdicts, run_id, check, fragment):
+    assert _status(case_verdicts, run_id, check)["status"] == "fail"
+    assert fragment in _why(case_verdicts, run_id, check)
+
+
+def test_a_killed_process_may_end_its_log_early(case_verdicts):
+    """dn2 was SIGKILLed mid-run in the pipeline story; only the torn logs fail I1."""
+    assert _status(case_verdicts, "I1-killed-log-ends-early", "I1")["status"] == "pass"
+    ev = _status(case_verdicts, "I1-seq-gap", "I1")["evidence"]
+    assert [e["node"] for e in ev] == ["dn1"]

@@ -63,11 +63,48 @@ def test_must_fail_unmet_fails_the_run(case_verdicts):
     assert _items(v) == {"P2 must fail (got skip)": "fail"}
 
 
-def test_only_listed_checks_are_required(case_verdicts):
+def test_an_unlisted_check_that_fails_still_fails_the_run(case_verdicts):
+    """A list names what the scenario exists to exercise; it excuses no other check."""
     v = case_verdicts["expect-subset"]
     l1 = next(c for c in v["checks"] if c["id"] == "L1")
-    assert l1["status"] == "fail"          # still reported ...
-    assert v["passed"] is True             # ... but not required
+    assert l1["status"] == "fail"
+    assert v["passed"] is False
+    assert _items(v) == {}                 # D1 and D2, the listed ones, were exercised
+
+
+def test_a_listed_check_that_skips_fails_the_verdict(case_verdicts):
+    v = case_verdicts["expect-listed-but-skipped"]
+    assert next(c for c in v["checks"] if c["id"] == "P3")["status"] == "skip"
+    assert v["passed"] is False
+    assert _items(v) == {"P3 expected but nothing exercised it": "fail"}
+
+
+def test_listed_checks_all_exercised_pass(case_verdicts):
+    v = case_verdicts["expect-listed-and-exercised"]
+    assert v["passed"] is True, json.dumps(v["expect"], indent=1)
+    assert _items(v) == {}
+    assert {"I1", "P1", "P2", "P3", "P4", "D1"} <= set(v["exercised"])
+
+
+def test_a_listed_must_fail_check_that_skips_is_reported_once(case_verdicts):
+    v = case_verdicts["expect-listed-must-fail-skips"]
+    assert v["passed"] is False
+    assert _items(v) == {"P2 must fail (got skip)": "fail"}
+
+
+def test_damaged_logs_fail_a_verdict_that_does_not_list_i1(case_verdicts):
+    v = case_verdicts["expect-listed-torn-log"]
+    assert next(c for c in v["checks"] if c["id"] == "I1")["status"] == "fail"
+    assert v["passed"] is False
+
+
+def test_checks_all_lists_what_was_exercised(case_verdicts):
+    """With `checks: all` a skip is no failure, but the verdict says what was judged."""
+    v = case_verdicts["happy"]
+    assert v["passed"] is True
+    assert v["exercised"] == ["I1", "L1", "D1", "D2", "D3", "D4"]
+    p = case_verdicts["pipeline-recovery"]["exercised"]
+    assert {"P1", "P2", "P3", "P4", "P5"} <= set(p) and "B1" not in p
 
 
 def test_no_expect_block_requires_every_check(case_verdicts):
@@ -78,7 +115,12 @@ def test_no_expect_block_requires_every_check(case_verdicts):
 def test_malformed_lines_are_counted_not_fatal(case_verdicts, case_runs):
     v = case_verdicts["malformed"]
     assert v["metrics"]["malformed_lines"] == MALFORMED_LINES
-    assert v["passed"] is True
+    # counted, and the other checks still run on the rest; but damaged logs fail I1
+    assert v["passed"] is False
+    i1 = next(c for c in v["checks"] if c["id"] == "I1")
+    assert i1["status"] == "fail"
+    assert {e["node"] for e in i1["evidence"]} == {"nn", "dn1", "c1"}
+    assert [c["id"] for c in v["checks"] if c["status"] == "fail"] == ["I1"]
     summary = case_runs.malformed_summary()["malformed"]
     assert summary["count"] == MALFORMED_LINES
     lines = [s["line"] for s in summary["sample"]]
@@ -127,7 +169,10 @@ def test_verdict_json_shape(spark, case_dirs, tmp_path):
     for d, v in zip(dirs, verdicts):
         on_disk = json.load(open(os.path.join(d, "verdict.json")))
         assert on_disk == json.loads(json.dumps(v))
-        assert list(on_disk) == ["scenario", "run_id", "passed", "checks", "expect", "metrics"]
+        assert list(on_disk) == ["scenario", "run_id", "passed", "checks", "exercised",
+                                 "expect", "metrics"]
+        assert on_disk["exercised"] == [c["id"] for c in on_disk["checks"]
+                                        if c["status"] in ("pass", "fail")]
         assert [c["id"] for c in on_disk["checks"]] == CHECK_IDS
         assert all(set(c) == {"id", "status", "evidence"} for c in on_disk["checks"])
         assert all(c["status"] in ("pass", "fail", "skip") for c in on_disk["checks"])

@@ -20,11 +20,13 @@ from typing import Callable
 from pyspark.sql import Window, functions as F
 
 from ..load import RunSet
-from .block import check_b1, check_b2, check_b3, check_b4, check_b5
+from .block import check_b1, check_b2, check_b3, check_b4, check_b5, check_b6
 from .common import Outcome
 from .data import check_d1, check_d2, check_d3, check_d4
+from .integrity import check_i1
 from .lease import check_l1, check_l2, check_l3, check_l4, check_l5, check_l6
-from .pipeline import check_p1, check_p2, check_p3, check_p4, check_p5, check_p6
+from .pipeline import (check_p1, check_p2, check_p3, check_p4, check_p5, check_p6,
+                       check_p7)
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +41,14 @@ class Check:
 
 
 CHECKS: list[Check] = [
+    Check("I1", "event logs complete", check_i1),
     Check("P1", "pipeline rebuilt after an error", check_p1),
     Check("P2", "replace-datanode policy followed", check_p2),
     Check("P3", "no acked byte lost in recovery", check_p3),
     Check("P4", "NameNode agrees on the new pipeline", check_p4),
     Check("P5", "stale replicas are not valid locations", check_p5),
     Check("P6", "honest failure when every DataNode failed", check_p6),
+    Check("P7", "setup errors blame the right node", check_p7),
     Check("L1", "one writer per file", check_l1),
     Check("L2", "soft limit respected", check_l2),
     Check("L3", "hard limit enforced by the NameNode", check_l3),
@@ -56,6 +60,7 @@ CHECKS: list[Check] = [
     Check("B3", "participants and NameNode agree after commit", check_b3),
     Check("B4", "empty block removed", check_b4),
     Check("B5", "old generation rejected", check_b5),
+    Check("B6", "restart makes RWR", check_b6),
     Check("D1", "hflushed bytes durable", check_d1),
     Check("D2", "content read back is what was written", check_d2),
     Check("D3", "FINALIZED replicas agree", check_d3),

@@ -1,10 +1,11 @@
-"""Block recovery checks B1-B5 (spec/CHECKS.md, spec/MINIHDFS.md section 3): the
-NameNode's recovery id and primary, the primary DataNode's syncBlock length rule, and
-commitBlockSynchronization."""
+"""Block recovery checks B1-B6 (spec/CHECKS.md, spec/MINIHDFS.md section 3): the
+NameNode's recovery id and primary, the primary DataNode's syncBlock length rule and
+participants, commitBlockSynchronization, and a restarted DataNode's RBW replicas coming
+back as RWR (B6)."""
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, functions as F
+from pyspark.sql import Column, DataFrame, Window, functions as F
 
 from ..load import RunSet
 from .common import Outcome, base, runs_of, union_all, violation
@@ -93,7 +94,17 @@ def sync_rule(answers: Column, new_len: Column, start_gs: Column, keep_empty: bo
               .when(rule == "min_rbw", F.array_min(_lens(rbw)))
               .when(rule == "min_rwr", F.array_min(_lens(rwr))))
     inconsistent = F.size(F.array_distinct(_lens(fin))) > 1
-    return rule, length, inconsistent
+    # who takes part (BlockRecoveryWorker.syncBlock): FINALIZED -> the FINALIZED answers
+    # and the RBW ones of exactly the finalized length; RBW / RWR -> the answers in that
+    # state; truncate -> every usable answer that holds the new length; remove -> nobody
+    names = lambda arr: F.array_sort(F.transform(arr, lambda a: a["dn"]))  # noqa: E731
+    parts = (F.when(rule == "truncate", names(F.filter(cand, lambda a: a["len"] >= new_len)))
+             .when(rule == "finalized", names(F.filter(
+                 cand, lambda a: (a["state"] == "FINALIZED")
+                 | ((a["state"] == "RBW") & (a["len"] == F.array_min(_lens(fin)))))))
+             .when(rule == "min_rbw", names(rbw))
+             .when(rule == "min_rwr", names(rwr)))
+    return rule, length, inconsistent, parts
 
 
 def _syncs(runs: RunSet) -> DataFrame:
@@ -105,31 +116,47 @@ def _syncs(runs: RunSet) -> DataFrame:
                       F.col("path").alias("start_path"))
               .dropDuplicates(["run_id", "block", "recovery_id"]))
         j = sync.join(st, ["run_id", "block", "recovery_id"], "left")
-        r_h, l_h, inc = sync_rule(F.col("answers"), F.col("new_len"), F.col("start_gs"), False)
-        r_l, l_l, _ = sync_rule(F.col("answers"), F.col("new_len"), F.col("start_gs"), True)
+        r_h, l_h, inc, p_h = sync_rule(F.col("answers"), F.col("new_len"), F.col("start_gs"),
+                                       False)
+        r_l, l_l, _, p_l = sync_rule(F.col("answers"), F.col("new_len"), F.col("start_gs"),
+                                     True)
         return (j.withColumn("exp_rule", r_h).withColumn("exp_len", l_h)
+                .withColumn("exp_participants", p_h)
                 .withColumn("alt_rule", r_l).withColumn("alt_len", l_l)
+                .withColumn("alt_participants", p_l)
                 .withColumn("fin_inconsistent", inc))
     return runs.memo("syncs", build)
 
 
 def check_b2(runs: RunSet) -> Outcome:
     """Length rule: each dn.recovery.sync picks the rule and length that its own answers
-    call for (zero-length answers may be left out, as Hadoop does, or kept)."""
+    call for (zero-length answers may be left out, as Hadoop does, or kept), and its
+    `pipeline` (the participants) is exactly the answers that qualify under that rule."""
     s = _syncs(runs)
     rule = F.lower(F.col("rule"))
-    matches = (((rule == F.col("exp_rule")) & (F.col("len") == F.col("exp_len")))
-               | ((rule == F.col("alt_rule")) & (F.col("len") == F.col("alt_len"))))
+    chosen = F.array_sort(F.coalesce(F.col("pipeline"), F.array().cast("array<string>")))
+    exp_ok = (rule == F.col("exp_rule")) & (F.col("len") == F.col("exp_len"))
+    alt_ok = (rule == F.col("alt_rule")) & (F.col("len") == F.col("alt_len"))
+    matches = exp_ok | alt_ok
+    # the participants of the reading whose rule and length matched (remove: none judged)
+    want = F.when(F.coalesce(exp_ok, F.lit(False)), F.col("exp_participants")) \
+        .otherwise(F.col("alt_participants"))
     why = (F.when(F.col("fin_inconsistent") & (rule == "finalized"),
                   "FINALIZED replicas of different lengths, yet the block was synced")
            .when(~F.coalesce(matches, F.lit(False)),
                  F.format_string("chose %s/%s, but the answers call for %s with length %s",
                                  F.coalesce(rule, F.lit("?")),
                                  F.coalesce(F.col("len").cast("string"), F.lit("?")),
-                                 F.col("exp_rule"), F.col("exp_len").cast("string"))))
-    bad = s.withColumn("why", why).filter(F.col("why").isNotNull())
+                                 F.col("exp_rule"), F.col("exp_len").cast("string")))
+           .when(want.isNotNull() & (rule != "remove") & (chosen != want),
+                 F.format_string("participants [%s], but the answers that qualify for %s "
+                                 "are [%s]", F.array_join(chosen, ","), rule,
+                                 F.array_join(want, ","))))
+    bad = s.withColumn("why", why).withColumn("exp_participants", want) \
+        .filter(F.col("why").isNotNull())
     return Outcome(runs_of(s), violation(bad, F.col("why"), "block", "recovery_id", "answers",
-                                         "rule", "len", "new_len", "exp_rule", "exp_len"))
+                                         "rule", "len", "new_len", "exp_rule", "exp_len",
+                                         "pipeline", "exp_participants"))
 
 
 def _commits(runs: RunSet) -> DataFrame:
@@ -146,14 +173,16 @@ def _commits(runs: RunSet) -> DataFrame:
                 .join(removed, ["run_id", "block"], "left")
                 .withColumn("removed", F.when(F.coalesce(F.col("delete"), F.lit(False)), True)
                             .otherwise(F.col("removed")))
-                .withColumn("new_gs", F.coalesce("gs", "recovery_id")))
+                # the GS every participant and the NameNode must end at: the recovery
+                # id (B3 also fails a commit whose own GS differs from it)
+                .withColumn("new_gs", F.coalesce("recovery_id", "gs")))
     return runs.memo("commits", build)
 
 
 def check_b3(runs: RunSet) -> Outcome:
     """Agreement: after nn.recovery.commit every participant logged its replica FINALIZED
-    with GS = recovery id and the committed length, the NameNode's block has that GS and
-    length, and the file closed."""
+    with GS = recovery id and the committed length, the NameNode's block has GS = recovery
+    id (the commit's own GS too) and that length, and the file closed."""
     c = _commits(runs).filter(F.col("removed").isNull() & (F.coalesce("len", F.lit(1)) > 0))
     parts = c.select("*", F.explode("pipeline").alias("dn"))
     fin = (runs.of("dn.replica.state").filter(F.col("state") == "FINALIZED")
@@ -197,7 +226,11 @@ def check_b3(runs: RunSet) -> Outcome:
     nj = (c.join(nnb.withColumnRenamed("gs", "new_gs"), ["run_id", "block", "new_gs"], "left")
           .join(fsb.withColumnRenamed("gs", "new_gs"), ["run_id", "block", "new_gs"], "left")
           .join(cl, "eid", "left").join(fsf, ["run_id", "start_path"], "left"))
-    nwhy = (F.when(F.col("nn_lens").isNotNull() & ~F.array_contains("nn_lens", F.col("len")),
+    nwhy = (F.when(F.col("recovery_id").isNull(), "the commit names no recovery id")
+            .when(F.col("gs").isNotNull() & (F.col("gs") != F.col("recovery_id")),
+                  F.format_string("the commit set GS %d, not the recovery id %d",
+                                  F.col("gs"), F.col("recovery_id")))
+            .when(F.col("nn_lens").isNotNull() & ~F.array_contains("nn_lens", F.col("len")),
                    F.format_string("the NameNode's block at GS %d has length %s, committed %d",
                                    F.col("new_gs"), F.array_join(
                                        F.transform("nn_lens", lambda x: x.cast("string")), ","),
@@ -213,14 +246,17 @@ def check_b3(runs: RunSet) -> Outcome:
                   "the file did not close after the commit"))
     nbad = violation(nj.withColumn("why", nwhy).filter(F.col("why").isNotNull()), F.col("why"),
                      F.col("start_path").alias("path"), "block", "recovery_id",
-                     F.col("new_gs").alias("gs"), "len", "nn_lens", "fs_len", "fs_closed")
+                     F.col("new_gs").alias("gs"), F.col("gs").alias("commit_gs"), "len",
+                     "nn_lens", "fs_len", "fs_closed")
     return Outcome(runs_of(c), pbad.unionByName(nbad))
 
 
 def check_b4(runs: RunSet) -> Outcome:
-    """Empty block: a recovery whose answers all have length zero removes the block
-    (rule remove, nn.block.state REMOVED) and never commits it."""
-    s = _syncs(runs).filter(F.col("new_len").isNull() & (F.size("answers") > 0)
+    """Empty block: a recovery whose answers all have length zero (or that has no answer
+    at all) removes the block (rule remove, nn.block.state REMOVED) and never commits it."""
+    # no answer at all (no DataNode ever received the block: the writer died between
+    # addBlock and its first packet) is the same case: nothing to keep
+    s = _syncs(runs).filter(F.col("new_len").isNull() & F.col("answers").isNotNull()
                             & (F.col("exp_rule") == "remove"))
     commits = (runs.of("nn.recovery.commit")
                .filter((F.col("len") > 0) & ~F.coalesce(F.col("delete"), F.lit(False)))
@@ -272,3 +308,64 @@ def check_b5(runs: RunSet) -> Outcome:
                         ts=F.lit(None), node=F.lit("final_state"), event=F.lit("final_state"))
     exercised = runs_of(c.join(runs.fs_runs, "run_id", "left_semi"))
     return Outcome(exercised, union_all([loc_v, back_v, older_v]))
+
+
+def check_b6(runs: RunSet) -> Outcome:
+    """Restart makes RWR: a replica whose last state before its DataNode started again
+    (a dn.start after an earlier one) was RBW is logged as RWR first after that start,
+    never goes from RWR straight back to RBW (rejoining a pipeline), and answers
+    initReplicaRecovery as RWR while it is one (until the node's next start)."""
+    starts = runs.of("dn.start").select("run_id", "node", "ts", "eid")
+    w = Window.partitionBy("run_id", "node").orderBy("ts", "eid")
+    restarts = (starts.withColumn("prev", F.lag("ts").over(w))
+                .withColumn("until", F.lead("ts").over(w))
+                .filter(F.col("prev").isNotNull())
+                .select("run_id", "node", F.col("ts").alias("r_ts"), "until"))
+    states = runs.of("dn.replica.state").filter(F.col("block").isNotNull()).select(
+        "run_id", "node", "block", "gs", "len", "state", "ts", "eid")
+    before = states.join(restarts, ["run_id", "node"]).filter(F.col("ts") < F.col("r_ts"))
+    wb = Window.partitionBy("run_id", "node", "r_ts", "block").orderBy(F.desc("ts"),
+                                                                     F.desc("eid"))
+    cases = (before.withColumn("_rn", F.row_number().over(wb))
+             .filter((F.col("_rn") == 1) & (F.col("state") == "RBW"))
+             .select("run_id", "node", "block", "r_ts", "until",
+                     F.col("gs").alias("rbw_gs"), F.col("len").alias("rbw_len")))
+    inits = base(runs.of("dn.recovery.init_replica"), "block", "gs", "len", "state",
+                 "recovery_id")
+    timeline = (states.withColumn("kind", F.lit("state")).withColumn("recovery_id",
+                                                                      F.lit(None).cast("long"))
+                .unionByName(inits.select("run_id", "node", "block", "gs", "len", "state", "ts",
+                                          "eid", F.lit("init").alias("kind"), "recovery_id")))
+    after = (cases.join(timeline, ["run_id", "node", "block"])
+             .filter((F.col("ts") >= F.col("r_ts"))
+                     & (F.col("until").isNull() | (F.col("ts") < F.col("until")))))
+    wa = (Window.partitionBy("run_id", "node", "block", "r_ts").orderBy("ts", "eid")
+          .rowsBetween(Window.unboundedPreceding, -1))
+    after = after.withColumn("prev_state", F.last(
+        F.when(F.col("kind") == "state", F.col("state")), ignorenulls=True).over(wa))
+    is_state = F.col("kind") == "state"
+    why = (F.when(is_state & F.col("prev_state").isNull() & (F.col("state") != "RWR"),
+                  F.format_string("the replica was RBW when %s stopped, but came back as %s, "
+                                  "not RWR", F.col("node"), F.col("state")))
+           .when(is_state & (F.col("prev_state") == "RWR") & (F.col("state") == "RBW"),
+                 F.format_string("the RWR replica on %s rejoined a pipeline as RBW (GS %d)",
+                                 F.col("node"), F.col("gs")))
+           .when(~is_state & (F.col("prev_state") == "RWR")
+                 & ~F.coalesce(F.col("state") == "RWR", F.lit(False)),
+                 F.format_string("the RWR replica on %s answered block recovery %s as %s",
+                                 F.col("node"), F.coalesce(F.col("recovery_id").cast("string"),
+                                                           F.lit("?")),
+                                 F.coalesce(F.col("state"), F.lit("nothing")))))
+    bad = violation(after.withColumn("why", why).filter(F.col("why").isNotNull()),
+                    F.col("why"), "block", "gs", "len", "state", "prev_state", "recovery_id",
+                    F.col("r_ts").alias("restarted_at"), F.col("rbw_gs").alias("rbw_gs"),
+                    event=F.when(is_state, F.lit("dn.replica.state"))
+                    .otherwise(F.lit("dn.recovery.init_replica")))
+    silent = cases.join(after.select("run_id", "node", "block", "r_ts").distinct(),
+                        ["run_id", "node", "block", "r_ts"], "left_anti")
+    silent_v = violation(
+        silent, F.format_string("the replica was RBW when %s stopped, but it never logged it "
+                                "as RWR after the restart", F.col("node")),
+        "block", F.col("rbw_gs").alias("gs"), F.col("rbw_len").alias("len"),
+        ts="r_ts", event=F.lit("dn.start"))
+    return Outcome(runs_of(cases), bad.unionByName(silent_v))

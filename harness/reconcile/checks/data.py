@@ -21,26 +21,44 @@ from ..load import RunSet
 from .common import LOG_SLACK_S, Outcome, live_datanodes, runs_of, violation
 
 
+_PATH_OPS = ("nn.file.truncate", "nn.file.delete", "nn.file.rename", "nn.file.create")
+
+
 def check_d1(runs: RunSet) -> Outcome:
     """hflush is durable: the final length of every file (and the length read back) is at
-    least the greatest client.hflush offset logged for it since its last create."""
+    least the greatest client.hflush offset logged for it since its last create.
+
+    A file truncated, renamed or deleted after its hflushes keeps the rule for its
+    history up to that operation: a truncate to L lowers what must survive to L, a
+    rename carries it to the new path (a folder's rename moves the files under it), and
+    a delete or a re-create of the path leaves nothing to judge (such a file is not
+    counted as exercised)."""
     created = (runs.of("nn.file.create").select("run_id", "path", "ts")
                .unionByName(runs.of("client.stream.open").filter(F.col("mode") == "create")
                             .select("run_id", "path", "ts"))
                .groupBy("run_id", "path").agg(F.max("ts").alias("created")))
     hf = runs.of("client.hflush").join(created, ["run_id", "path"], "left") \
         .filter(F.col("created").isNull() | (F.col("ts") >= F.col("created") - LOG_SLACK_S))
-    w = Window.partitionBy("run_id", "path").orderBy(F.desc("offset"), "ts")
-    top = hf.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1")
-    cut = (runs.of("nn.file.truncate", "nn.file.delete", "nn.file.rename")
-           .select(F.col("run_id").alias("_r"), F.col("path").alias("_p"), F.col("ts").alias("_t")))
-    top = top.join(cut, (top["run_id"] == cut["_r"]) & (top["path"] == cut["_p"])
-                   & (cut["_t"] > top["ts"]), "left_anti")
-    top = top.join(runs.fs_runs, "run_id", "left_semi")
+    # the first truncate / rename / delete after each hflush, on its path or a folder
+    # above it: the hflushes between two such operations share one greatest offset
+    ops = runs.of(*_PATH_OPS[:3]).filter(F.col("path").isNotNull()).select(
+        F.col("run_id").alias("_r"), F.col("path").alias("_p"), F.col("ts").alias("_t"))
+    under = (F.col("path") == F.col("_p")) | F.col("path").startswith(F.concat(F.col("_p"), F.lit("/")))
+    nxt = (hf.join(ops, (hf["run_id"] == ops["_r"]) & under & (ops["_t"] > hf["ts"]), "left")
+           .groupBy("eid").agg(F.min("_t").alias("next_op")))
+    hf = hf.join(nxt, "eid", "left")
+    w = Window.partitionBy("run_id", "path", "next_op").orderBy(F.desc("offset"), "ts")
+    top = (hf.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1")
+           .join(runs.fs_runs, "run_id", "left_semi")
+           .select("run_id", "ts", "node", "event", "path", "offset", "next_op",
+                   F.col("path").alias("hflushed_path")))
+    direct = top.filter(F.col("next_op").isNull()).drop("next_op")
+    later = _follow_path_ops(runs, top.filter(F.col("next_op").isNotNull()).drop("next_op"))
+    judged = direct.unionByName(later)
     files = runs.fs_files.select("run_id", "path", F.col("len").alias("final_len"),
                                  F.lit(True).alias("listed"))
     rb = runs.fs_readback.select("run_id", "path", F.col("len").alias("read_len"))
-    j = top.join(files, ["run_id", "path"], "left").join(rb, ["run_id", "path"], "left")
+    j = judged.join(files, ["run_id", "path"], "left").join(rb, ["run_id", "path"], "left")
     why = (F.when(F.col("listed").isNull(), "a file that was hflushed is missing from final_state")
            .when(F.col("final_len") < F.col("offset"),
                  F.format_string("final length %d is below the hflushed offset %d",
@@ -49,9 +67,49 @@ def check_d1(runs: RunSet) -> Outcome:
                  F.format_string("%d bytes read back, below the hflushed offset %d",
                                  F.col("read_len"), F.col("offset"))))
     bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
-    return Outcome(runs_of(top), violation(bad, F.col("why"), "path",
-                                           F.col("offset").alias("hflushed"), "final_len",
-                                           "read_len"))
+    return Outcome(runs_of(judged), violation(bad, F.col("why"), "path",
+                                              F.col("offset").alias("hflushed"), "final_len",
+                                              "read_len", "hflushed_path"))
+
+
+def _follow_path_ops(runs: RunSet, tops: DataFrame) -> DataFrame:
+    """For hflushes followed by a truncate, rename or delete (few: those operations are
+    rare), where the hflushed bytes must be in the end: the operations of their runs are
+    replayed in time order on the driver. Returns the rows of `tops` with `path` the
+    file's final path and `offset` lowered by every truncate on the way; a file deleted
+    or created anew on the way is dropped."""
+    rows = tops.collect()
+    if not rows:
+        return tops
+    wanted = runs.spark.createDataFrame([(r["run_id"],) for r in rows], "run_id string") \
+        .distinct()
+    ops: dict[str, list] = {}
+    for o in (runs.of(*_PATH_OPS).join(F.broadcast(wanted), "run_id", "left_semi")
+              .select("run_id", "ts", "eid", "event", "path", "dst", "len", "ok")
+              .orderBy("ts", "eid").collect()):
+        ops.setdefault(o["run_id"], []).append(o)
+    out = []
+    for r in rows:
+        path, offset = r["path"], r["offset"]
+        for o in ops.get(r["run_id"], []):
+            if o["ts"] <= r["ts"] or path is None or o["path"] is None:
+                continue
+            src = o["path"].rstrip("/") or "/"
+            inside = path == src or path.startswith(src.rstrip("/") + "/")
+            if o["event"] == "nn.file.rename" and inside and o["dst"]:
+                path = o["dst"].rstrip("/") + path[len(src.rstrip("/")):] \
+                    if path != src else o["dst"]
+            elif o["event"] == "nn.file.rename" and o["dst"] == path:
+                path = None             # another file renamed over it: replaced
+            elif o["event"] in ("nn.file.delete", "nn.file.create") and inside:
+                path = None
+            elif (o["event"] == "nn.file.truncate" and o["path"] == path
+                  and o["ok"] is not False and o["len"] is not None):
+                offset = min(offset, o["len"])
+        if path is not None:
+            out.append((r["run_id"], r["ts"], r["node"], r["event"], path, offset,
+                        r["hflushed_path"]))
+    return runs.spark.createDataFrame(out, tops.schema)
 
 
 def _combine_ranges(lens: pd.Series, crcs: pd.Series) -> pd.Series:

@@ -177,8 +177,10 @@ _HOLDER_OPS = ("nn.file.complete", "nn.block.allocate", "nn.block.update_pipelin
 
 def check_l5(runs: RunSet) -> Outcome:
     """Old holder shut out: once a holder's lease on a path was recovered or reassigned,
-    the NameNode accepts no addBlock / complete / fsync of that holder on that path
-    (until it opens the file again), and its stream never closes successfully."""
+    the NameNode accepts no addBlock / updatePipeline / abandonBlock / complete / fsync
+    of that holder on that path (nn.block.allocate, nn.block.update_pipeline and
+    nn.block.abandon carry the holder; until it opens the file again), and its stream
+    never closes successfully."""
     rea = runs.of("nn.lease.reassign").filter(F.col("old_holder") != F.col("holder")) \
         .select("run_id", "path", F.col("old_holder").alias("shut"), "ts", "eid", "event")
     rec = (runs.of("nn.lease.recover").filter((F.col("result") == "recovering")
@@ -188,7 +190,11 @@ def check_l5(runs: RunSet) -> Outcome:
     readd = runs.of("nn.lease.add").select("run_id", "path", F.col("holder").alias("shut"), "ts", "eid")
     shut = first_after_simple(shut, readd, ["run_id", "path", "shut"], "until")
     # NameNode side: operations accepted from the shut-out holder.
-    accepted = (runs.of(*_HOLDER_OPS)
+    # updatePipeline names the block, not always the path: the block's allocation does
+    block_path = (runs.of("nn.block.allocate").filter(F.col("block").isNotNull())
+                  .groupBy("run_id", "block").agg(F.first("path", True).alias("_bp")))
+    accepted = (runs.of(*_HOLDER_OPS).join(block_path, ["run_id", "block"], "left")
+                .withColumn("path", F.coalesce("path", "_bp"))
                 .filter(F.col("holder").isNotNull() & F.col("path").isNotNull()
                         & F.coalesce(F.col("ok"), F.lit(True)))
                 .select(F.col("run_id").alias("_r"), F.col("path").alias("_p"),

@@ -1,5 +1,6 @@
-"""Pipeline recovery checks P1-P6 (spec/CHECKS.md): what a client must do when a
-DataNode of its write pipeline fails (DataStreamer.setupPipelineForAppendOrRecovery)."""
+"""Pipeline recovery checks P1-P7 (spec/CHECKS.md): what a client must do when a
+DataNode of its write pipeline fails (DataStreamer.setupPipelineForAppendOrRecovery),
+and whom it blames when a new block's pipeline cannot be set up (P7)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from pyspark.sql import DataFrame, Window, functions as F
 
 from .. import jvm
 from ..load import RunSet
-from .common import (Outcome, assign_stream, base, client_streams, first_after, last_before,
-                     node_deaths, runs_of, union_all, violation, with_conf)
+from .common import (LOG_SLACK_S, Outcome, assign_stream, base, client_streams, first_after,
+                     last_before, node_deaths, runs_of, union_all, violation, with_conf)
 
 _NEW_BLOCK_SETUP = "PIPELINE_SETUP_CREATE"
 
@@ -96,14 +97,23 @@ def bulk_ack_blocks(runs: RunSet) -> DataFrame:
 
 
 def check_p1(runs: RunSet) -> Outcome:
-    """Rebuild: an error on a stream that went on (acked more, hflushed, closed) is
-    followed by client.pipeline.recovered for the block, with a greater GS and without
-    the bad node."""
+    """Rebuild: an error on a stream that went on afterwards (a later write, a close
+    whatever its result, an hflush beyond what was acked, acks that moved on) is followed
+    by client.pipeline.recovered for the block, with a greater GS and without the bad
+    node. An error whose stream then failed for good (client.stream.error before any
+    recovery) did not go on: P6 judges that stream. Missing evidence (no GS on either
+    side, no bad node, no rebuilt pipeline) fails: it cannot show the rebuild happened."""
     st = client_streams(runs)
     errs = _pipeline_errors(runs)
     keys = ["run_id", "node", "path", "s_open"]
+    # writes only of the clients and files that had an error: the writes are the bulk
+    # of the events (a semi-join with a broadcast of the few errors keeps it one scan)
+    err_files = errs.select("run_id", "node", "path").distinct()
+    writes = runs.of("client.write").join(F.broadcast(err_files), ["run_id", "node", "path"],
+                                          "left_semi")
     went_on_ctl = assign_stream(
-        runs.of("client.close").filter(F.col("ok")).unionByName(runs.of("client.hflush"))
+        runs.of("client.close").unionByName(runs.of("client.hflush"))
+        .unionByName(writes.select(*runs.of("client.close").columns))
         .unionByName(runs.of("client.pipeline.recovered"))
         # an hflush counts only beyond the file offset acked at the error: one returning
         # on acks that came before the error has not gone on
@@ -123,20 +133,31 @@ def check_p1(runs: RunSet) -> Outcome:
                    & ((a["_b"] != e["block"])
                       | (a["max_acked"] > F.coalesce(e["acked"], F.lit(-1))))]).select("eid")
     went_on = c1.unionByName(c2).distinct()
-    considered = errs.join(went_on, "eid", "left_semi")
     rec = base(runs.of("client.pipeline.recovered"), "block", "gs", "pipeline")
-    j = first_after(considered, rec, ["run_id", "node", "block"], "r_")
+    # the stream's first failure for good after the error, and the block's first
+    # recovery: a failure before any recovery hands the stream to P6
+    fails = assign_stream(base(runs.of("client.stream.error"), "path"), st)
+    fa = first_after(errs.select("eid", *keys, "ts"), fails.select(*keys, "ts", "eid"),
+                     keys, "f_").select("eid", "f_ts")
+    considered = errs.join(went_on, "eid", "left_semi")
+    j = first_after(considered, rec, ["run_id", "node", "block"], "r_").join(fa, "eid", "left")
+    j = j.filter(F.col("f_ts").isNull()
+                 | (F.col("r_ts").isNotNull() & (F.col("r_ts") < F.col("f_ts"))))
     why = (F.when(F.col("r_ts").isNull(),
                   "the stream went on but no client.pipeline.recovered followed for this block")
+           .when(F.col("gs").isNull() | F.col("r_gs").isNull(),
+                 "the error or the recovery names no GS: no proof the GS was bumped")
            .when(F.col("r_gs") <= F.col("gs"),
                  F.format_string("the rebuilt pipeline has GS %d, not greater than %d",
                                  F.col("r_gs"), F.col("gs")))
-           .when(F.col("bad_node").isNotNull()
-                 & F.array_contains(F.col("r_pipeline"), F.col("bad_node")),
+           .when(F.col("bad_node").isNull(),
+                 "the error names no bad node: no proof the rebuilt pipeline left it out")
+           .when(F.col("r_pipeline").isNull(), "the recovery names no pipeline")
+           .when(F.array_contains(F.col("r_pipeline"), F.col("bad_node")),
                  F.format_string("bad node %s is still in the rebuilt pipeline",
                                  F.col("bad_node"))))
     bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
-    return Outcome(runs_of(considered), violation(
+    return Outcome(runs_of(j), violation(
         bad, F.col("why"), "path", "block", "gs", "stage", "pipeline", "bad_node", "acked",
         F.col("r_ts").alias("recovered_ts"), F.col("r_gs").alias("recovered_gs"),
         F.col("r_pipeline").alias("recovered_pipeline")))
@@ -209,7 +230,8 @@ def check_p2(runs: RunSet) -> Outcome:
 def check_p3(runs: RunSet) -> Outcome:
     """No acked byte lost: after a recovery every replica of the new pipeline holds at
     least the bytes acked before the error (its first state at the new GS, and any
-    transfer to a new node, carry at least `acked` bytes)."""
+    transfer to a new node, carry at least `acked` bytes); a member that never logged a
+    replica at the new GS fails."""
     rec = base(runs.of("client.pipeline.recovered"), "path", "block", "gs", "old_gs", "pipeline")
     err = base(runs.of("client.pipeline.error"), "block", "acked", "pipeline")
     j = last_before(rec, err, ["run_id", "node", "block"], "e_")
@@ -235,6 +257,17 @@ def check_p3(runs: RunSet) -> Outcome:
         "path", "block", "gs", "pipeline", F.col("dn").alias("replica_on"),
         F.col("s_len").alias("replica_len"), F.col("s_state").alias("replica_state"),
         F.col("e_acked").alias("acked"), ts="s_ts", node="dn", event=F.lit("dn.replica.state"))
+    # a member that never logged the replica at the new GS (in any state) does not hold
+    # the acked bytes at all: the client resumed through a node without the data
+    held = (runs.of("dn.replica.state").filter(F.col("gs").isNotNull())
+            .select("run_id", F.col("node").alias("dn"), "block", "gs").distinct())
+    never = members.join(held, ["run_id", "dn", "block", "gs"], "left_anti")
+    bad_none = violation(
+        never, F.format_string("%s is in the new pipeline but never held the replica at the "
+                               "new GS %d (the %d acked bytes were not there)", F.col("dn"),
+                               F.col("gs"), F.col("e_acked")),
+        "path", "block", "gs", "pipeline", F.col("dn").alias("member"),
+        F.col("e_acked").alias("acked"))
     tr = runs.of("dn.transfer").select(F.col("run_id").alias("_r"), F.col("block").alias("_b"),
                                        F.col("target").alias("_d"), F.col("ts").alias("t_ts"),
                                        F.col("len").alias("t_len"), F.col("node").alias("t_node"))
@@ -247,7 +280,7 @@ def check_p3(runs: RunSet) -> Outcome:
                                   F.col("dn"), F.col("t_len"), F.col("e_acked")),
         "path", "block", F.col("dn").alias("target"), F.col("t_len").alias("transferred"),
         F.col("e_acked").alias("acked"), ts="t_ts", node="t_node", event=F.lit("dn.transfer"))
-    return Outcome(runs_of(considered), bad_rep.unionByName(bad_tr))
+    return Outcome(runs_of(considered), union_all([bad_rep, bad_none, bad_tr]))
 
 
 def check_p4(runs: RunSet) -> Outcome:
@@ -355,3 +388,63 @@ def check_p6(runs: RunSet) -> Outcome:
     return Outcome(runs_of(doomed), violation(
         bad, F.col("why"), "path", "block", "pipeline", "bad_node",
         F.col("success_ts").alias("success_ts")))
+
+
+def check_p7(runs: RunSet) -> Outcome:
+    """Setup errors blame the right node: after a failed setup of a new block's pipeline
+    (client.pipeline.error at PIPELINE_SETUP_CREATE), the node the client blames is the
+    one the DataNodes' own dn.pipeline.setup events name: the first node when it never
+    logged the setup (the client could not connect), otherwise the first node's
+    `first_bad_link` (the first node itself when it failed with none). The NameNode's next
+    allocation for the file excludes that node (`excluded`, when logged) and does not
+    place it. A setup the first node reports as SUCCESS failed elsewhere: not judged."""
+    errs = base(runs.of("client.pipeline.error"), "path", "block", "gs", "stage", "pipeline",
+                "bad_node").filter((F.col("stage") == _NEW_BLOCK_SETUP)
+                                   & F.col("block").isNotNull() & (F.size("pipeline") > 0))
+    errs = errs.withColumn("first", F.col("pipeline")[0])
+    setup = (runs.of("dn.pipeline.setup")
+             .select(F.col("run_id").alias("_r"), F.col("node").alias("_n"),
+                     F.col("block").alias("_b"), F.col("gs").alias("_g"),
+                     F.col("ts").alias("_t"), F.col("eid").alias("_e"),
+                     F.col("status").alias("d_status"),
+                     F.col("first_bad_link").alias("d_fbl")))
+    j = errs.join(setup, (errs["run_id"] == setup["_r"]) & (errs["first"] == setup["_n"])
+                  & (errs["block"] == setup["_b"]) & (errs["gs"] == setup["_g"])
+                  & (setup["_t"] <= errs["ts"] + LOG_SLACK_S), "left")
+    w = Window.partitionBy("eid").orderBy(F.col("_t").desc_nulls_last(),
+                                          F.col("_e").desc_nulls_last())
+    j = j.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1").drop("_rn")
+    ok = F.upper(F.coalesce(F.col("d_status"), F.lit(""))) == "SUCCESS"
+    fbl = F.when(F.col("d_fbl") != "", F.col("d_fbl"))
+    j = j.withColumn("named", F.when(F.col("_t").isNull(), F.col("first"))
+                     .when(~ok, F.coalesce(fbl, F.col("first"))))
+    judged = j.filter(F.col("named").isNotNull())
+    alloc = base(runs.of("nn.block.allocate"), "path", "block", "pipeline", "excluded") \
+        .withColumnRenamed("pipeline", "a_pipeline")
+    nxt = first_after(judged, alloc.select("run_id", "path", "ts", "eid", "block",
+                                           "a_pipeline", "excluded"),
+                      ["run_id", "path"], "n_")
+    setup_said = (F.when(F.col("_t").isNull(),
+                         F.format_string("%s never logged the setup: the client could not "
+                                         "connect", F.col("first")))
+                  .otherwise(F.format_string("%s answered %s, firstBadLink %s", F.col("first"),
+                                             F.col("d_status"),
+                                             F.coalesce(F.col("d_fbl"), F.lit("none")))))
+    why = (F.when(F.col("bad_node").isNull() | (F.col("bad_node") != F.col("named")),
+                  F.format_string("the client blamed %s, but the DataNodes' setup names %s "
+                                  "(%s)", F.coalesce(F.col("bad_node"), F.lit("nobody")),
+                                  F.col("named"), setup_said))
+           .when(F.col("n_excluded").isNotNull()
+                 & ~F.array_contains(F.col("n_excluded"), F.col("named")),
+                 F.format_string("the next addBlock excluded [%s], not %s",
+                                 F.array_join(F.col("n_excluded"), ","), F.col("named")))
+           .when(F.array_contains(F.coalesce(F.col("n_a_pipeline"),
+                                             F.array().cast("array<string>")), F.col("named")),
+                 F.format_string("the next block %d was placed on %s again", F.col("n_block"),
+                                 F.col("named"))))
+    bad = nxt.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(judged), violation(
+        bad, F.col("why"), "path", "block", "gs", "pipeline", "bad_node",
+        F.col("named").alias("setup_names"), F.col("d_status").alias("first_node_status"),
+        F.col("d_fbl").alias("first_bad_link"), F.col("n_block").alias("next_block"),
+        F.col("n_a_pipeline").alias("next_pipeline"), F.col("n_excluded").alias("excluded")))

@@ -1,0 +1,87 @@
+"""Check I1 (spec/CHECKS.md): the logs of a run are complete, so that the other checks'
+passes mean something. A run without logs, with a log cut inside or torn, with a
+process that left no log, without final_state.json or with a harness that did not end
+well fails here with the node and what is missing, never as a quiet skip elsewhere.
+
+Every run is judged (there is always a folder to look at), so I1 never skips.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, functions as F
+
+from ..load import RunSet
+from .common import Outcome, union_all, violation
+
+# harness.run.end statuses of a run that went through: EVENTS.md says `ok`; the runner
+# writes `completed` (its other values: timeout, error, interrupted)
+RUN_OK = ("ok", "completed")
+
+
+def _driver_facts(runs: RunSet) -> DataFrame:
+    """run_id, has_events, has_final: what the driver saw of each run folder."""
+    rows = [(rid, bool(info.event_files), bool(info.has_final_state))
+            for rid, info in runs.runs.items()]
+    return runs.spark.createDataFrame(rows, "run_id string, has_events boolean, "
+                                            "has_final boolean")
+
+
+def check_i1(runs: RunSet) -> Outcome:
+    """Logs complete: events/ has logs; every process the harness started (its
+    harness.node.start targets) has a log; each log's seq starts at 0 with no gap and no
+    repeat (a killed process may end early: a missing tail is no gap); no malformed
+    line; final_state.json exists and parses; harness.run.end says the run went through."""
+    facts = _driver_facts(runs)
+    no_events = violation(
+        facts.filter(~F.col("has_events")),
+        "the run has no event logs (no events/*.jsonl): nothing of it can be checked",
+        ts=F.lit(None), node=F.lit("events"), event=F.lit("events/"))
+    no_final = violation(
+        facts.filter(~F.col("has_final")),
+        "final_state.json is missing: the final layout, replicas and read-back are unknown",
+        ts=F.lit(None), node=F.lit("final_state"), event=F.lit("final_state.json"))
+    unreadable = facts.filter("has_final").join(runs.fs_runs, "run_id", "left_anti")
+    bad_final = violation(unreadable, "final_state.json does not parse",
+                          ts=F.lit(None), node=F.lit("final_state"),
+                          event=F.lit("final_state.json"))
+
+    stats = runs.log_stats
+    started = (runs.of("harness.node.start").filter(F.col("target").isNotNull())
+               .groupBy("run_id", "target").agg(F.min("ts").alias("ts")))
+    missing = started.join(stats.select("run_id", F.col("log").alias("target")),
+                           ["run_id", "target"], "left_anti")
+    no_log = violation(
+        missing, F.format_string("%s was started by the harness but left no log "
+                                 "(events/%s.jsonl is missing)", F.col("target"),
+                                 F.col("target")),
+        F.col("target").alias("process"), node="target", event=F.lit("harness.node.start"))
+
+    logs = stats.withColumn("what", F.concat_ws("; ", F.array_compact(F.array(
+        F.when(F.col("lines") == 0, F.lit("the log is empty")),
+        F.when(F.col("min_seq") != 0,
+               F.format_string("its first seq is %d, not 0 (the start of the log is lost)",
+                               F.col("min_seq"))),
+        F.when(~F.col("seq_ok"),
+               F.format_string("its seqs %d..%d have gaps or repeats (lines lost or torn "
+                               "inside the log)", F.col("min_seq"), F.col("max_seq"))),
+        F.when(F.col("malformed") > 0,
+               F.format_string("%d malformed line(s)", F.col("malformed")))))))
+    bad_logs = violation(
+        logs.filter(F.col("what") != ""),
+        F.format_string("events/%s.jsonl: %s", F.col("log"), F.col("what")),
+        "log", "lines", "malformed", "min_seq", "max_seq",
+        ts=F.lit(None), node=F.coalesce("node", "log"), event=F.lit("log"))
+
+    ends = runs.of("harness.run.end").select("run_id", "ts", "node", "event", "status")
+    not_ok = violation(
+        ends.filter(~F.coalesce(F.col("status").isin(*RUN_OK), F.lit(False))),
+        F.format_string("harness.run.end has status %s, not ok: the run did not go through",
+                        F.coalesce(F.col("status"), F.lit("(none)"))),
+        "status")
+    no_end = violation(
+        facts.filter("has_events").join(ends, "run_id", "left_anti"),
+        "the harness log has no harness.run.end: the run did not finish (or its log is cut)",
+        ts=F.lit(None), node=F.lit("harness"), event=F.lit("harness.run.end"))
+    return Outcome(runs.runs_df,
+                   union_all([no_events, no_final, bad_final, no_log, bad_logs, not_ok,
+                              no_end]))
