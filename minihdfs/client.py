@@ -432,7 +432,9 @@ class DataStreamer(threading.Thread):
         self.persist_blocks = False              # a pipeline was set up since the last hflush
         self.is_append = False
         self.failed: list[str] = []              # nodes dropped from this block's pipeline
-        self.recovery_count = 0
+        self.recovery_count = 0                  # pipelineRecoveryCount
+        self.last_acked_seqno = -1               # lastAckedSeqno
+        self.last_acked_seqno_before_failure = -1
         self.policy = conf["dfs.client.block.write.replace-datanode-on-failure.policy"] \
             if conf["dfs.client.block.write.replace-datanode-on-failure.enable"] else "NEVER"
         self.best_effort = conf["dfs.client.block.write.replace-datanode-on-failure.best-effort"]
@@ -689,6 +691,7 @@ class DataStreamer(threading.Thread):
                                     first_if_unmarked=True)
                     return
                 pkt = s.ack_queue.popleft()
+                self.last_acked_seqno = seqno
                 if pkt.data or pkt.last:
                     self.bytes_acked = max(self.bytes_acked, pkt.end)
                 s.acked_file_offset = max(s.acked_file_offset, pkt.file_end)
@@ -712,8 +715,23 @@ class DataStreamer(threading.Thread):
         if self.block is None:
             raise PipelineError(f"error outside a block: {self.error_reason}")
         self.emit_error(self.stage, self.bad_index, self.error_reason)
+        self.count_recovery()
         self.setup_pipeline_for_append_or_recovery(recovery=True)
         self.start_responder()
+
+    def count_recovery(self) -> None:
+        """processDatanodeError's limit (seed 003): the count starts again at 1 whenever
+        an ack arrived since the last failure; only recoveries in a row for the same
+        packet add up, and more than max-retries of them fail the stream."""
+        if self.last_acked_seqno != self.last_acked_seqno_before_failure:
+            self.last_acked_seqno_before_failure = self.last_acked_seqno
+            self.recovery_count = 1
+            return
+        self.recovery_count += 1
+        if self.recovery_count > self.max_recoveries:
+            raise PipelineError(f"Error recovering pipeline for writing block "
+                                f"{self.block['block']}. Already retried "
+                                f"{self.max_recoveries} times for the same packet.")
 
     def _recovery_stage(self) -> str:
         if self.stage in (STAGE_CLOSE, STAGE_CLOSE_RECOVERY):
@@ -727,11 +745,7 @@ class DataStreamer(threading.Thread):
         stage = self._recovery_stage() if recovery else STAGE_APPEND
         while True:
             if recovery:
-                self.recovery_count += 1
-                if self.recovery_count > self.max_recoveries:
-                    raise PipelineError(f"Error recovering pipeline for writing block "
-                                        f"{self.block['block']}. Already retried "
-                                        f"{self.max_recoveries} times.")
+                # no count here: each failed setup drops a node, which bounds this loop
                 if 0 <= self.bad_index < len(self.nodes):
                     bad = self.nodes.pop(self.bad_index)
                     self.failed.append(bad)

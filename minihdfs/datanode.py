@@ -204,8 +204,8 @@ class DataNode:
 
     def rpc_getReplicaVisibleLength(self, block: int) -> int:
         replica = self.data.get(block)
-        if replica is None:
-            raise HdfsError(f"no replica of block {block}")
+        if replica is None or replica.state in (TEMPORARY, RWR):
+            raise HdfsError(f"no replica of block {block} with a visible length")
         return replica.visible_length
 
     def rpc_getReplicas(self, with_crc: bool = True) -> list[dict]:
@@ -257,17 +257,23 @@ class DataNode:
             # Every location answered that it has no replica (the writer died between
             # addBlock and its first packet): like all-zero-length replicas, the block is
             # removed and the file closed (Hadoop's BlockRecoveryWorker, HDFS-8344).
-            self._sync_block(block, rid, answers, new_len)
+            self._sync_block(block, rid, answers, new_len, block_gs=gs)
         except Exception as e:
             self.emit("dn.recovery.error", block=block, recovery_id=rid,
                       error=type(e).__name__, reason=str(e))
 
-    def _sync_block(self, block: int, rid: int, answers: list[dict], new_len: int | None) -> None:
+    def _sync_block(self, block: int, rid: int, answers: list[dict], new_len: int | None,
+                    block_gs: int = 0) -> None:
+        # BlockRecoveryWorker: only replicas with data and a GS no older than the
+        # block's take part; the others are ignored (an empty list removes the block)
+        valid = [a for a in answers if a["len"] > 0 and a["gs"] >= block_gs]
+        ignored = [a for a in answers if a not in valid]
         rule, length, participants = sync_length(
-            answers, new_len, broken_max=self.conf["test.recovery.length-rule"] == "MAX")
+            valid, new_len, broken_max=self.conf["test.recovery.length-rule"] == "MAX")
         self.emit("dn.recovery.sync", block=block, recovery_id=rid, rule=rule, len=length,
-                  answers=[{k: a[k] for k in ("dn", "state", "len", "gs")} for a in answers],
-                  pipeline=participants, new_len=new_len)
+                  answers=[{k: a[k] for k in ("dn", "state", "len", "gs")} for a in valid],
+                  pipeline=participants, new_len=new_len,
+                  ignored=[{k: a[k] for k in ("dn", "state", "len", "gs")} for a in ignored])
         if rule == "remove":
             self.nn().call("commitBlockSynchronization", block=block, recovery_id=rid,
                            new_gs=rid, new_len=0, close=True, delete=True, targets=[])
@@ -330,7 +336,8 @@ class DataNode:
         """READ_BLOCK: send chunks of [offset, offset+len) with their checksums."""
         block, offset, length = int(h["block"]), int(h["offset"]), int(h["len"])
         replica = self.data.get(block)
-        if replica is None or replica.state in (TEMPORARY,) or replica.gs < int(h.get("gs", 0)):
+        # TEMPORARY replicas are invisible; RWR ones have no visible length (seed 004 1.3)
+        if replica is None or replica.state in (TEMPORARY, RWR) or replica.gs < int(h.get("gs", 0)):
             wire.send_message(conn, {"status": "ERROR", "message": f"no readable replica of {block}"})
             return
         visible = replica.visible_length
@@ -424,7 +431,7 @@ def sync_length(answers: list[dict], new_len: int | None, broken_max: bool = Fal
     """syncBlock's length rule (MINIHDFS.md section 3 step 4): (rule, length, participants).
 
     `broken_max` is the test-only bug of `test.recovery.length-rule: MAX`."""
-    if new_len is None and all(a["len"] == 0 for a in answers):
+    if not answers or (new_len is None and all(a["len"] == 0 for a in answers)):
         return "remove", 0, []
     best = max((a for a in answers if a["state"] in STATE_ORDER),
                key=lambda a: STATE_ORDER[a["state"]], default=None)
@@ -499,7 +506,8 @@ class BlockReceiver:
         if stage == STAGE_APPEND:
             return data.append(self.block, int(h["old_gs"]), self.gs, min_bytes)
         if stage == STAGE_STREAMING_RECOVERY:
-            return data.recover_rbw(self.block, self.gs, min_bytes, max_bytes)
+            return data.recover_rbw(self.block, int(h.get("old_gs", self.gs)), self.gs,
+                                    min_bytes, max_bytes)
         if stage == STAGE_APPEND_RECOVERY:
             return data.recover_append(self.block, self.gs, min_bytes)
         if stage == STAGE_CLOSE_RECOVERY:
@@ -652,7 +660,8 @@ class BlockReceiver:
             if my_status == wire.SUCCESS and packet.seqno != wire.HEARTBEAT_SEQNO:
                 if packet.last and not any(s != wire.SUCCESS for s in downstream):
                     self._finish_block()
-                elif packet.data:
+                elif packet.data and not any(s != wire.SUCCESS for s in downstream):
+                    # BlockReceiver: bytesAcked advances only on an all-SUCCESS ack
                     self.replica.bytes_acked = max(self.replica.bytes_acked,
                                                    min(packet.end, self.replica.num_bytes))
             try:

@@ -197,21 +197,28 @@ class FsDataset:
             self._move(replica, RBW, new_gs)
             return replica
 
-    def recover_rbw(self, block: int, new_gs: int, min_bytes: int, max_bytes: int) -> ReplicaInfo:
-        """PIPELINE_SETUP_STREAMING_RECOVERY: stop the old writer, keep the acked bytes, new GS."""
+    def recover_rbw(self, block: int, old_gs: int, new_gs: int, min_bytes: int,
+                    max_bytes: int) -> ReplicaInfo:
+        """PIPELINE_SETUP_STREAMING_RECOVERY (FsDatasetImpl.recoverRbw): stop the old
+        writer; the replica's GS must lie in [old_gs, new_gs], its acked bytes cover
+        what the client saw acked (min_bytes) and its bytes received not exceed what the
+        client sent (max_bytes); then it keeps its own acked bytes, with the new GS."""
         with self.lock:
             replica = self._require(block, (RBW,))
         self._stop_writer(replica)
         with self.lock:
-            if replica.gs > new_gs:
-                raise IOExceptionRemote(f"recover_rbw: block {block} gs {replica.gs} > {new_gs}")
-            if replica.num_bytes < min_bytes:
+            if not old_gs <= replica.gs <= new_gs:
                 raise ReplicaNotFoundException(
-                    f"recover_rbw: block {block} has {replica.num_bytes} bytes, "
-                    f"fewer than the {min_bytes} acked")
-            # Unacked bytes beyond what the client saw acked are dropped: the client
-            # resends them, and a replica must not keep bytes no one acknowledged.
-            self._truncate(replica, min_bytes)
+                    f"recover_rbw: block {block} has gs {replica.gs}; expected GS range is "
+                    f"[{old_gs}, {new_gs}]")
+            if replica.bytes_acked < min_bytes or replica.num_bytes > max_bytes:
+                raise ReplicaNotFoundException(
+                    f"recover_rbw: unmatched length replica of block {block}: bytes acked "
+                    f"{replica.bytes_acked}, received {replica.num_bytes}, not in the range "
+                    f"[{min_bytes}, {max_bytes}]")
+            # Bytes received but not acked downstream are dropped (the client resends
+            # them); what this node acked stays, even beyond the client's own count.
+            self._truncate(replica, replica.bytes_acked)
             self._move(replica, RBW, new_gs)
             return replica
 
