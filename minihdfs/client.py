@@ -435,6 +435,9 @@ class DataStreamer(threading.Thread):
         self.recovery_count = 0                  # pipelineRecoveryCount
         self.last_acked_seqno = -1               # lastAckedSeqno
         self.last_acked_seqno_before_failure = -1
+        self.restart_timeout = conf["dfs.client.datanode-restart.timeout"]
+        self.restarting_index = -1               # a node that sent the RESTART OOB ack
+        self.restart_deadline = 0.0
         self.policy = conf["dfs.client.block.write.replace-datanode-on-failure.policy"] \
             if conf["dfs.client.block.write.replace-datanode-on-failure.enable"] else "NEVER"
         self.best_effort = conf["dfs.client.block.write.replace-datanode-on-failure.best-effort"]
@@ -677,6 +680,17 @@ class DataStreamer(threading.Thread):
                                     first_if_unmarked=True)
                 return
             for i in range(len(statuses) - 1, -1, -1):
+                if statuses[i] == wire.OOB_RESTART and self.should_wait_for_restart(i):
+                    # keep the node in the pipeline and wait for it to come back
+                    self.restarting_index = i
+                    self.restart_deadline = time.monotonic() + self.restart_timeout
+                    self.emit("client.pipeline.restart_wait", path=s.path,
+                              block=self.block["block"] if self.block else None,
+                              dn=self.nodes[i] if i < len(self.nodes) else None,
+                              timeout=self.restart_timeout)
+                    self._set_error(f"A datanode is restarting: "
+                                    f"{self.nodes[i] if i < len(self.nodes) else i}")
+                    return
                 if statuses[i] != wire.SUCCESS:
                     self._set_error(f"bad response {wire.STATUS_NAMES.get(statuses[i], statuses[i])}"
                                     f" for seqno {seqno} from {self.nodes[i] if i < len(self.nodes) else i}",
@@ -719,6 +733,33 @@ class DataStreamer(threading.Thread):
         self.setup_pipeline_for_append_or_recovery(recovery=True)
         self.start_responder()
 
+    def should_wait_for_restart(self, index: int) -> bool:
+        """DataStreamer.shouldWaitForRestart: wait for a restarting node only if it is the
+        only one in the pipeline or runs on the client's own host (its address is local:
+        always so on a single-machine cluster, as in Hadoop's MiniDFSCluster)."""
+        if len(self.nodes) == 1:
+            return True
+        if not 0 <= index < len(self.nodes):
+            return False
+        try:
+            host = wire.parse_addr(self.client.routes.addr(self.nodes[index], "xfer"))[0]
+            addr = socket.gethostbyname(host)
+        except (KeyError, ValueError, OSError):
+            return False
+        if addr.startswith("127.") or addr == "0.0.0.0":
+            return True
+        try:
+            return addr in socket.gethostbyname_ex(socket.gethostname())[2]
+        except OSError:
+            return False
+
+    def _wait_for_restart(self) -> None:
+        """Sleep before reconnecting while a node restarts: 4 s or the restart timeout,
+        whichever is shorter, as Hadoop does (cut short by a shutdown)."""
+        until = time.monotonic() + min(self.restart_timeout, 4.0)
+        while not self._stopping and self.s.error is None and time.monotonic() < until:
+            time.sleep(0.05)
+
     def count_recovery(self) -> None:
         """processDatanodeError's limit (seed 003): the count starts again at 1 whenever
         an ack arrived since the last failure; only recoveries in a row for the same
@@ -744,13 +785,22 @@ class DataStreamer(threading.Thread):
         path, holder = self.s.path, self.client.holder
         stage = self._recovery_stage() if recovery else STAGE_APPEND
         while True:
+            if self.restarting_index >= 0:
+                self._wait_for_restart()
             if recovery:
-                # no count here: each failed setup drops a node, which bounds this loop
+                # no count here: each failed setup drops a node (or waits for a
+                # restarting one until its deadline), which bounds this loop
                 if 0 <= self.bad_index < len(self.nodes):
                     bad = self.nodes.pop(self.bad_index)
                     self.failed.append(bad)
                     if not self.nodes:
                         raise PipelineError(f"All datanodes {self.failed} are bad. Aborting...")
+                    if self.restarting_index >= 0:
+                        # a node after the restarting one failed: that restart is over
+                        if self.bad_index > self.restarting_index:
+                            self.restarting_index = -1
+                        elif self.bad_index < self.restarting_index:
+                            self.restarting_index -= 1
                 self.bad_index = -1
                 self._maybe_replace(stage)
             old = dict(self.block)
@@ -759,9 +809,21 @@ class DataStreamer(threading.Thread):
             bad = self.create_block_output_stream(self.nodes, new_gs, stage)
             if bad is not None:
                 recovery = True
+                if self.restarting_index >= 0:
+                    if bad == self.restarting_index:
+                        bad = -1          # the restarting node is not back yet
+                    if time.monotonic() >= self.restart_deadline:
+                        # not back in time: from here on, normal pipeline recovery
+                        expired, self.restarting_index = self.restarting_index, -1
+                        self.emit("client.pipeline.restart_timeout", path=path,
+                                  block=old["block"], dn=self.nodes[expired],
+                                  timeout=self.restart_timeout)
+                        if bad < 0:
+                            bad = expired
                 self.bad_index = bad
                 self.emit_error(stage, bad, f"recovery setup: {self.error_reason}")
                 continue
+            self.restarting_index = -1
             self.block = {"block": old["block"], "gs": new_gs, "len": self.bytes_acked}
             if recovery or stage == STAGE_APPEND:
                 self.client.nn_call("updatePipeline", holder=holder, old_block=old,

@@ -55,6 +55,9 @@ class DataNode:
         self._ibr_cond = threading.Condition()
         self._stopped = threading.Event()
         self._recoveries: dict[int, int] = {}   # block -> recovery id this DN is primary for
+        self.receivers: set[BlockReceiver] = set()   # the BlockReceivers running now
+        self._receivers_lock = threading.Lock()
+        self.restarting = False                 # shutting down for a restart
         self.registered = False
 
     # -- life cycle --------------------------------------------------------------------
@@ -66,6 +69,9 @@ class DataNode:
             if r.state == RWR:
                 self.emit("dn.replica.state", block=r.block, gs=r.gs, len=r.num_bytes, state=RWR,
                           reason="restart")
+            elif r.state == RBW:   # saved by a shutdown for restart, back in time
+                self.emit("dn.replica.state", block=r.block, gs=r.gs, len=r.num_bytes, state=RBW,
+                          reason="restart_saved")
         host, port = wire.parse_addr(self._rpc_addr)
         self.rpc_server = RpcServer(host, port, self, self._log_internal)
         self.rpc_server.serve_forever()
@@ -77,9 +83,23 @@ class DataNode:
         threading.Thread(target=self._xfer_accept, daemon=True, name="xceiver-accept").start()
         threading.Thread(target=self._bp_service_actor, daemon=True, name="bpservice").start()
 
-    def stop(self) -> None:
+    def stop(self, restart: bool = False) -> None:
+        """Stop; `restart`: a shutdown for restart (Hadoop's shutdownDatanode ...
+        upgrade), where every BlockReceiver saves its RBW replica to load as RBW again
+        and sends its writer the out-of-band RESTART ack before its sockets close."""
+        if restart:
+            self.restarting = True
+            with self._receivers_lock:
+                receivers = list(self.receivers)
+            told = [r for r in receivers if r.send_restart_oob()]
+            if told:
+                # Hadoop's BlockReceiver waits before closing, so that the writer reads
+                # the OOB ack before it notices the connection closing
+                time.sleep(1.0)
+            for receiver in told:
+                receiver.stop(1.0)
         self._stopped.set()
-        self.emit("dn.stop")
+        self.emit("dn.stop", restart=restart)
         self.rpc_server.close()
         try:
             self.xfer_sock.close()
@@ -486,6 +506,7 @@ class BlockReceiver:
         self._done = threading.Event()
         self.responder: threading.Thread | None = None
         self.fds: tuple[int, int] | None = None
+        self.up_lock = threading.Lock()        # acks upstream come from two threads
 
     # Called by recovery (stop the writer, seed 000 Q1) or invalidation.
     def stop(self, timeout: float) -> None:
@@ -497,6 +518,23 @@ class BlockReceiver:
                 except OSError:
                     pass
         self._done.wait(timeout)
+
+    def send_restart_oob(self) -> bool:
+        """The DataNode stops for a restart: save the replica and tell the upstream node
+        (or the client) with an OOB RESTART ack. True if this receiver was writing."""
+        replica = self.replica
+        if replica is None or self._done.is_set() or self.fds is None:
+            return False
+        self.dn.data.save_for_restart(replica,
+                                      self.dn.conf["dfs.datanode.restart.replica.expiration"])
+        self.dn.emit("dn.pipeline.oob", block=self.block, gs=self.gs, upstream=self.src,
+                     status="OOB_RESTART")
+        try:
+            with self.up_lock:
+                self.conn.sendall(wire.encode_ack(wire.OOB_SEQNO, [wire.OOB_RESTART]))
+        except OSError:
+            pass
+        return True
 
     def _setup_replica(self) -> ReplicaInfo:
         data, h, stage = self.dn.data, self.h, self.stage
@@ -535,6 +573,15 @@ class BlockReceiver:
         return ""
 
     def run(self) -> None:
+        with self.dn._receivers_lock:
+            self.dn.receivers.add(self)
+        try:
+            self._run()
+        finally:
+            with self.dn._receivers_lock:
+                self.dn.receivers.discard(self)
+
+    def _run(self) -> None:
         dn = self.dn
         pipeline = [dn.id] + self.targets
         try:
@@ -649,6 +696,12 @@ class BlockReceiver:
                 if not self.mirror_error:
                     try:
                         seqno, downstream = mirror_acks.ack()
+                        while seqno == wire.OOB_SEQNO:
+                            # a downstream node restarts: pass its OOB ack on at once
+                            with self.up_lock:
+                                self.conn.sendall(wire.encode_ack(
+                                    seqno, [wire.SUCCESS] + downstream))
+                            seqno, downstream = mirror_acks.ack()
                         if seqno != packet.seqno:
                             raise OSError(f"ack for seqno {seqno}, expected {packet.seqno}")
                     except (OSError, EOFError, wire.MalformedFrame) as e:
@@ -665,7 +718,8 @@ class BlockReceiver:
                     self.replica.bytes_acked = max(self.replica.bytes_acked,
                                                    min(packet.end, self.replica.num_bytes))
             try:
-                self.conn.sendall(wire.encode_ack(packet.seqno, [my_status] + downstream))
+                with self.up_lock:
+                    self.conn.sendall(wire.encode_ack(packet.seqno, [my_status] + downstream))
             except OSError:
                 return
             if packet.last or my_status != wire.SUCCESS:

@@ -299,3 +299,20 @@ def test_more_than_five_recoveries_for_the_same_packet_fail_the_stream():
         streamer.count_recovery()
     with pytest.raises(PipelineError, match="5 times for the same packet"):
         streamer.count_recovery()
+
+
+# -- 10. a replica saved by a shutdown for restart ----------------------------------------
+
+def test_rbw_saved_for_a_restart_loads_as_rbw_only_before_its_deadline(tmp_path):
+    ds = dataset(tmp_path / "a")
+    replica = ds.create_rbw(3, 1001)
+    write(ds, replica, b"q" * 1500)
+    assert ds.save_for_restart(replica, 50.0)
+    back = restart(tmp_path / "a").get(3)
+    assert (back.state, back.num_bytes, back.bytes_acked) == ("RBW", 1500, 1500)
+    assert restart(tmp_path / "a").get(3).state == "RWR"    # the marker is used once
+    ds = dataset(tmp_path / "b")
+    replica = ds.create_rbw(4, 1001)
+    write(ds, replica, b"q" * 100)
+    assert ds.save_for_restart(replica, 0.0)                  # back too late
+    assert restart(tmp_path / "b").get(4).state == "RWR"
