@@ -735,23 +735,12 @@ class DataStreamer(threading.Thread):
 
     def should_wait_for_restart(self, index: int) -> bool:
         """DataStreamer.shouldWaitForRestart: wait for a restarting node only if it is the
-        only one in the pipeline or runs on the client's own host (its address is local:
-        always so on a single-machine cluster, as in Hadoop's MiniDFSCluster)."""
+        only one in the pipeline or runs on the writer's own machine (Hadoop compares
+        addresses; here a machine is a node id, as for writer-local placement, so the
+        answer is the same on every backend). Otherwise a restart is a node error."""
         if len(self.nodes) == 1:
             return True
-        if not 0 <= index < len(self.nodes):
-            return False
-        try:
-            host = wire.parse_addr(self.client.routes.addr(self.nodes[index], "xfer"))[0]
-            addr = socket.gethostbyname(host)
-        except (KeyError, ValueError, OSError):
-            return False
-        if addr.startswith("127.") or addr == "0.0.0.0":
-            return True
-        try:
-            return addr in socket.gethostbyname_ex(socket.gethostname())[2]
-        except OSError:
-            return False
+        return 0 <= index < len(self.nodes) and self.nodes[index] == self.client.id
 
     def _wait_for_restart(self) -> None:
         """Sleep before reconnecting while a node restarts: 4 s or the restart timeout,

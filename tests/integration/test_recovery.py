@@ -450,15 +450,15 @@ def test_error_while_closing_uses_close_recovery(make_cluster, recovery_latency)
     client.close()
 
 
-def _write_across_a_restart(cluster, restart, config_timeout=None):
-    """c1 writes 300 KiB, hflushes, `restart(victim)` hits the middle node, then writes
+def _write_across_a_restart(cluster, restart, replication=3, victim_index=1):
+    """c1 writes 300 KiB, hflushes, `restart(victim)` hits a pipeline node, then writes
     the rest and closes; returns (client, victim, data)."""
     client = cluster.client("c1", os.path.join(cluster.dir, "events", "c1.jsonl"))
-    s = client.create("/w")
+    s = client.create("/w", replication=replication)
     data = os.urandom(700 * KiB)
     s.write(data[:300 * KiB])
     s.hflush()
-    victim = s.streamer.nodes[1]
+    victim = s.streamer.nodes[victim_index]
     restart(victim)
     s.write(data[300 * KiB:])
     s.close()
@@ -468,10 +468,10 @@ def _write_across_a_restart(cluster, restart, config_timeout=None):
 
 def test_datanode_restarted_in_time_stays_in_the_pipeline(make_cluster):
     """MINIHDFS.md 5 (seed 003, restartingNodeIndex): a DataNode stopped for a restart
-    sends the RESTART OOB ack and saves its RBW replica; the client keeps it in the
-    pipeline, waits, and goes on with the same three nodes once it is back."""
-    cluster = make_cluster(datanodes=4)
-    client, victim, _ = _write_across_a_restart(cluster, cluster.restart_node)
+    sends the RESTART OOB ack and saves its RBW replica; the client of a one-node
+    pipeline keeps it, waits, and goes on with it once it is back."""
+    cluster = make_cluster(datanodes=2)
+    client, victim, _ = _write_across_a_restart(cluster, cluster.restart_node, 1, 0)
     assert events(cluster, victim, "dn.pipeline.oob", status="OOB_RESTART")
     assert events(cluster, "c1", "client.pipeline.restart_wait", dn=victim)
     assert not events(cluster, "c1", "client.pipeline.restart_timeout")
@@ -479,19 +479,27 @@ def test_datanode_restarted_in_time_stays_in_the_pipeline(make_cluster):
     assert any(e["state"] == "RBW" and e.get("reason") == "restart_saved" for e in states)
     assert not any(e["state"] == "RWR" for e in states)
     [recovered] = events(cluster, "c1", "client.pipeline.recovered")
-    assert victim in recovered["pipeline"] and len(recovered["pipeline"]) == 3
-    report = fsck(cluster, "/w")
-    assert victim in {r["dn"] for r in report["blocks"][0]["replicas"]}
-    assert_replicas_agree(report)
+    assert recovered["pipeline"] == [victim]
+    assert_replicas_agree(fsck(cluster, "/w"))
     client.close()
 
 
 def test_datanode_restarted_too_late_is_dropped_by_normal_recovery(make_cluster):
-    cluster = make_cluster(datanodes=4, config={"dfs.client.datanode-restart.timeout": "1s"})
-    client, victim, _ = _write_across_a_restart(
-        cluster, lambda dn: cluster.restart_node(dn, down=3.0))
-    assert events(cluster, "c1", "client.pipeline.restart_wait", dn=victim)
+    cluster = make_cluster(datanodes=2, config={"dfs.client.datanode-restart.timeout": "1s"})
+    with pytest.raises(IOError, match="All datanodes"):
+        _write_across_a_restart(cluster, lambda dn: cluster.restart_node(dn, down=3.0), 1, 0)
+    victim = events(cluster, "c1", "client.pipeline.restart_wait")[0]["dn"]
     assert events(cluster, "c1", "client.pipeline.restart_timeout", dn=victim)
+    assert not events(cluster, "c1", "client.pipeline.recovered")
+
+
+def test_restart_of_one_of_several_nodes_is_a_node_error(make_cluster):
+    """Hadoop's shouldWaitForRestart: a restarting node that is neither alone in the
+    pipeline nor on the writer's machine is dropped at once; the write goes on."""
+    cluster = make_cluster(datanodes=4)
+    client, victim, _ = _write_across_a_restart(cluster, cluster.restart_node)
+    assert events(cluster, victim, "dn.pipeline.oob", status="OOB_RESTART")
+    assert not events(cluster, "c1", "client.pipeline.restart_wait")
     recovered = events(cluster, "c1", "client.pipeline.recovered")
     assert recovered and victim not in recovered[-1]["pipeline"]
     client.close()
