@@ -314,5 +314,5 @@ def test_rbw_saved_for_a_restart_loads_as_rbw_only_before_its_deadline(tmp_path)
     ds = dataset(tmp_path / "b")
     replica = ds.create_rbw(4, 1001)
     write(ds, replica, b"q" * 100)
-    assert ds.save_for_restart(replica, 0.0)                  # back too late
+    assert ds.save_for_restart(replica, -1.0)                 # back too late
     assert restart(tmp_path / "b").get(4).state == "RWR"
