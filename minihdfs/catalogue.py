@@ -27,6 +27,8 @@ NAMENODE = {
     "nn.replica.corrupt",      # {dn, block, gs, reason}
     "nn.dn.alive",             # {dn}: a stale or dead node heard from again
     "nn.internal_error",       # {reason}: a bug caught, the daemon goes on
+    # fields added to contract events: nn.lease.add carries `reason: restart` for a
+    # lease restored at NameNode start
 }
 
 DATANODE = {
@@ -44,6 +46,10 @@ DATANODE = {
     "dn.replica.invalidate",   # {block, gs}
     "dn.replica.short",        # {block, gs, len, offset}: data file shorter than recorded
     "dn.internal_error",       # {reason}: a bug caught, the daemon goes on
+    "dn.pipeline.oob",         # {block, gs, upstream, status}: OOB RESTART ack sent
+    # fields added to contract events: dn.stop carries `restart`; dn.replica.state has
+    # `reason: restart_saved` for an RBW replica saved by a shutdown for restart;
+    # dn.recovery.sync carries `ignored` (answers left out: length 0 or an older GS)
 }
 
 CLIENT = {
@@ -58,6 +64,8 @@ CLIENT = {
     "client.stream.error",     # {path, error}: the stream failed for good
     "client.read",             # {path, offset, len, crc}
     "client.checksum.error",   # {path, block, dn, offset}
+    "client.pipeline.restart_wait",     # {path, block, dn, timeout}: OOB RESTART ack
+    "client.pipeline.restart_timeout",  # {path, block, dn, timeout}: not back in time
     # fields added to contract events: client.pipeline.replace also carries `stage` (the
     # recovery stage it was decided in; a closing pipeline adds no node) and `reason`
 }

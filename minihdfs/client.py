@@ -432,7 +432,12 @@ class DataStreamer(threading.Thread):
         self.persist_blocks = False              # a pipeline was set up since the last hflush
         self.is_append = False
         self.failed: list[str] = []              # nodes dropped from this block's pipeline
-        self.recovery_count = 0
+        self.recovery_count = 0                  # pipelineRecoveryCount
+        self.last_acked_seqno = -1               # lastAckedSeqno
+        self.last_acked_seqno_before_failure = -1
+        self.restart_timeout = conf["dfs.client.datanode-restart.timeout"]
+        self.restarting_index = -1               # a node that sent the RESTART OOB ack
+        self.restart_deadline = 0.0
         self.policy = conf["dfs.client.block.write.replace-datanode-on-failure.policy"] \
             if conf["dfs.client.block.write.replace-datanode-on-failure.enable"] else "NEVER"
         self.best_effort = conf["dfs.client.block.write.replace-datanode-on-failure.best-effort"]
@@ -675,6 +680,17 @@ class DataStreamer(threading.Thread):
                                     first_if_unmarked=True)
                 return
             for i in range(len(statuses) - 1, -1, -1):
+                if statuses[i] == wire.OOB_RESTART and self.should_wait_for_restart(i):
+                    # keep the node in the pipeline and wait for it to come back
+                    self.restarting_index = i
+                    self.restart_deadline = time.monotonic() + self.restart_timeout
+                    self.emit("client.pipeline.restart_wait", path=s.path,
+                              block=self.block["block"] if self.block else None,
+                              dn=self.nodes[i] if i < len(self.nodes) else None,
+                              timeout=self.restart_timeout)
+                    self._set_error(f"A datanode is restarting: "
+                                    f"{self.nodes[i] if i < len(self.nodes) else i}")
+                    return
                 if statuses[i] != wire.SUCCESS:
                     self._set_error(f"bad response {wire.STATUS_NAMES.get(statuses[i], statuses[i])}"
                                     f" for seqno {seqno} from {self.nodes[i] if i < len(self.nodes) else i}",
@@ -689,6 +705,7 @@ class DataStreamer(threading.Thread):
                                     first_if_unmarked=True)
                     return
                 pkt = s.ack_queue.popleft()
+                self.last_acked_seqno = seqno
                 if pkt.data or pkt.last:
                     self.bytes_acked = max(self.bytes_acked, pkt.end)
                 s.acked_file_offset = max(s.acked_file_offset, pkt.file_end)
@@ -712,8 +729,39 @@ class DataStreamer(threading.Thread):
         if self.block is None:
             raise PipelineError(f"error outside a block: {self.error_reason}")
         self.emit_error(self.stage, self.bad_index, self.error_reason)
+        self.count_recovery()
         self.setup_pipeline_for_append_or_recovery(recovery=True)
         self.start_responder()
+
+    def should_wait_for_restart(self, index: int) -> bool:
+        """DataStreamer.shouldWaitForRestart: wait for a restarting node only if it is the
+        only one in the pipeline or runs on the writer's own machine (Hadoop compares
+        addresses; here a machine is a node id, as for writer-local placement, so the
+        answer is the same on every backend). Otherwise a restart is a node error."""
+        if len(self.nodes) == 1:
+            return True
+        return 0 <= index < len(self.nodes) and self.nodes[index] == self.client.id
+
+    def _wait_for_restart(self) -> None:
+        """Sleep before reconnecting while a node restarts: 4 s or the restart timeout,
+        whichever is shorter, as Hadoop does (cut short by a shutdown)."""
+        until = time.monotonic() + min(self.restart_timeout, 4.0)
+        while not self._stopping and self.s.error is None and time.monotonic() < until:
+            time.sleep(0.05)
+
+    def count_recovery(self) -> None:
+        """processDatanodeError's limit (seed 003): the count starts again at 1 whenever
+        an ack arrived since the last failure; only recoveries in a row for the same
+        packet add up, and more than max-retries of them fail the stream."""
+        if self.last_acked_seqno != self.last_acked_seqno_before_failure:
+            self.last_acked_seqno_before_failure = self.last_acked_seqno
+            self.recovery_count = 1
+            return
+        self.recovery_count += 1
+        if self.recovery_count > self.max_recoveries:
+            raise PipelineError(f"Error recovering pipeline for writing block "
+                                f"{self.block['block']}. Already retried "
+                                f"{self.max_recoveries} times for the same packet.")
 
     def _recovery_stage(self) -> str:
         if self.stage in (STAGE_CLOSE, STAGE_CLOSE_RECOVERY):
@@ -726,17 +774,22 @@ class DataStreamer(threading.Thread):
         path, holder = self.s.path, self.client.holder
         stage = self._recovery_stage() if recovery else STAGE_APPEND
         while True:
+            if self.restarting_index >= 0:
+                self._wait_for_restart()
             if recovery:
-                self.recovery_count += 1
-                if self.recovery_count > self.max_recoveries:
-                    raise PipelineError(f"Error recovering pipeline for writing block "
-                                        f"{self.block['block']}. Already retried "
-                                        f"{self.max_recoveries} times.")
+                # no count here: each failed setup drops a node (or waits for a
+                # restarting one until its deadline), which bounds this loop
                 if 0 <= self.bad_index < len(self.nodes):
                     bad = self.nodes.pop(self.bad_index)
                     self.failed.append(bad)
                     if not self.nodes:
                         raise PipelineError(f"All datanodes {self.failed} are bad. Aborting...")
+                    if self.restarting_index >= 0:
+                        # a node after the restarting one failed: that restart is over
+                        if self.bad_index > self.restarting_index:
+                            self.restarting_index = -1
+                        elif self.bad_index < self.restarting_index:
+                            self.restarting_index -= 1
                 self.bad_index = -1
                 self._maybe_replace(stage)
             old = dict(self.block)
@@ -745,9 +798,21 @@ class DataStreamer(threading.Thread):
             bad = self.create_block_output_stream(self.nodes, new_gs, stage)
             if bad is not None:
                 recovery = True
+                if self.restarting_index >= 0:
+                    if bad == self.restarting_index:
+                        bad = -1          # the restarting node is not back yet
+                    if time.monotonic() >= self.restart_deadline:
+                        # not back in time: from here on, normal pipeline recovery
+                        expired, self.restarting_index = self.restarting_index, -1
+                        self.emit("client.pipeline.restart_timeout", path=path,
+                                  block=old["block"], dn=self.nodes[expired],
+                                  timeout=self.restart_timeout)
+                        if bad < 0:
+                            bad = expired
                 self.bad_index = bad
                 self.emit_error(stage, bad, f"recovery setup: {self.error_reason}")
                 continue
+            self.restarting_index = -1
             self.block = {"block": old["block"], "gs": new_gs, "len": self.bytes_acked}
             if recovery or stage == STAGE_APPEND:
                 self.client.nn_call("updatePipeline", holder=holder, old_block=old,

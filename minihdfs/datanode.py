@@ -55,6 +55,9 @@ class DataNode:
         self._ibr_cond = threading.Condition()
         self._stopped = threading.Event()
         self._recoveries: dict[int, int] = {}   # block -> recovery id this DN is primary for
+        self.receivers: set[BlockReceiver] = set()   # the BlockReceivers running now
+        self._receivers_lock = threading.Lock()
+        self.restarting = False                 # shutting down for a restart
         self.registered = False
 
     # -- life cycle --------------------------------------------------------------------
@@ -66,6 +69,9 @@ class DataNode:
             if r.state == RWR:
                 self.emit("dn.replica.state", block=r.block, gs=r.gs, len=r.num_bytes, state=RWR,
                           reason="restart")
+            elif r.state == RBW:   # saved by a shutdown for restart, back in time
+                self.emit("dn.replica.state", block=r.block, gs=r.gs, len=r.num_bytes, state=RBW,
+                          reason="restart_saved")
         host, port = wire.parse_addr(self._rpc_addr)
         self.rpc_server = RpcServer(host, port, self, self._log_internal)
         self.rpc_server.serve_forever()
@@ -77,9 +83,23 @@ class DataNode:
         threading.Thread(target=self._xfer_accept, daemon=True, name="xceiver-accept").start()
         threading.Thread(target=self._bp_service_actor, daemon=True, name="bpservice").start()
 
-    def stop(self) -> None:
+    def stop(self, restart: bool = False) -> None:
+        """Stop; `restart`: a shutdown for restart (Hadoop's shutdownDatanode ...
+        upgrade), where every BlockReceiver saves its RBW replica to load as RBW again
+        and sends its writer the out-of-band RESTART ack before its sockets close."""
+        if restart:
+            self.restarting = True
+            with self._receivers_lock:
+                receivers = list(self.receivers)
+            told = [r for r in receivers if r.send_restart_oob()]
+            if told:
+                # Hadoop's BlockReceiver waits before closing, so that the writer reads
+                # the OOB ack before it notices the connection closing
+                time.sleep(1.0)
+            for receiver in told:
+                receiver.stop(1.0)
         self._stopped.set()
-        self.emit("dn.stop")
+        self.emit("dn.stop", restart=restart)
         self.rpc_server.close()
         try:
             self.xfer_sock.close()
@@ -204,8 +224,8 @@ class DataNode:
 
     def rpc_getReplicaVisibleLength(self, block: int) -> int:
         replica = self.data.get(block)
-        if replica is None:
-            raise HdfsError(f"no replica of block {block}")
+        if replica is None or replica.state in (TEMPORARY, RWR):
+            raise HdfsError(f"no replica of block {block} with a visible length")
         return replica.visible_length
 
     def rpc_getReplicas(self, with_crc: bool = True) -> list[dict]:
@@ -257,17 +277,23 @@ class DataNode:
             # Every location answered that it has no replica (the writer died between
             # addBlock and its first packet): like all-zero-length replicas, the block is
             # removed and the file closed (Hadoop's BlockRecoveryWorker, HDFS-8344).
-            self._sync_block(block, rid, answers, new_len)
+            self._sync_block(block, rid, answers, new_len, block_gs=gs)
         except Exception as e:
             self.emit("dn.recovery.error", block=block, recovery_id=rid,
                       error=type(e).__name__, reason=str(e))
 
-    def _sync_block(self, block: int, rid: int, answers: list[dict], new_len: int | None) -> None:
+    def _sync_block(self, block: int, rid: int, answers: list[dict], new_len: int | None,
+                    block_gs: int = 0) -> None:
+        # BlockRecoveryWorker: only replicas with data and a GS no older than the
+        # block's take part; the others are ignored (an empty list removes the block)
+        valid = [a for a in answers if a["len"] > 0 and a["gs"] >= block_gs]
+        ignored = [a for a in answers if a not in valid]
         rule, length, participants = sync_length(
-            answers, new_len, broken_max=self.conf["test.recovery.length-rule"] == "MAX")
+            valid, new_len, broken_max=self.conf["test.recovery.length-rule"] == "MAX")
         self.emit("dn.recovery.sync", block=block, recovery_id=rid, rule=rule, len=length,
-                  answers=[{k: a[k] for k in ("dn", "state", "len", "gs")} for a in answers],
-                  pipeline=participants, new_len=new_len)
+                  answers=[{k: a[k] for k in ("dn", "state", "len", "gs")} for a in valid],
+                  pipeline=participants, new_len=new_len,
+                  ignored=[{k: a[k] for k in ("dn", "state", "len", "gs")} for a in ignored])
         if rule == "remove":
             self.nn().call("commitBlockSynchronization", block=block, recovery_id=rid,
                            new_gs=rid, new_len=0, close=True, delete=True, targets=[])
@@ -330,7 +356,8 @@ class DataNode:
         """READ_BLOCK: send chunks of [offset, offset+len) with their checksums."""
         block, offset, length = int(h["block"]), int(h["offset"]), int(h["len"])
         replica = self.data.get(block)
-        if replica is None or replica.state in (TEMPORARY,) or replica.gs < int(h.get("gs", 0)):
+        # TEMPORARY replicas are invisible; RWR ones have no visible length (seed 004 1.3)
+        if replica is None or replica.state in (TEMPORARY, RWR) or replica.gs < int(h.get("gs", 0)):
             wire.send_message(conn, {"status": "ERROR", "message": f"no readable replica of {block}"})
             return
         visible = replica.visible_length
@@ -424,7 +451,7 @@ def sync_length(answers: list[dict], new_len: int | None, broken_max: bool = Fal
     """syncBlock's length rule (MINIHDFS.md section 3 step 4): (rule, length, participants).
 
     `broken_max` is the test-only bug of `test.recovery.length-rule: MAX`."""
-    if new_len is None and all(a["len"] == 0 for a in answers):
+    if not answers or (new_len is None and all(a["len"] == 0 for a in answers)):
         return "remove", 0, []
     best = max((a for a in answers if a["state"] in STATE_ORDER),
                key=lambda a: STATE_ORDER[a["state"]], default=None)
@@ -479,6 +506,7 @@ class BlockReceiver:
         self._done = threading.Event()
         self.responder: threading.Thread | None = None
         self.fds: tuple[int, int] | None = None
+        self.up_lock = threading.Lock()        # acks upstream come from two threads
 
     # Called by recovery (stop the writer, seed 000 Q1) or invalidation.
     def stop(self, timeout: float) -> None:
@@ -491,6 +519,23 @@ class BlockReceiver:
                     pass
         self._done.wait(timeout)
 
+    def send_restart_oob(self) -> bool:
+        """The DataNode stops for a restart: save the replica and tell the upstream node
+        (or the client) with an OOB RESTART ack. True if this receiver was writing."""
+        replica = self.replica
+        if replica is None or self._done.is_set() or self.fds is None:
+            return False
+        self.dn.data.save_for_restart(replica,
+                                      self.dn.conf["dfs.datanode.restart.replica.expiration"])
+        self.dn.emit("dn.pipeline.oob", block=self.block, gs=self.gs, upstream=self.src,
+                     status="OOB_RESTART")
+        try:
+            with self.up_lock:
+                self.conn.sendall(wire.encode_ack(wire.OOB_SEQNO, [wire.OOB_RESTART]))
+        except OSError:
+            pass
+        return True
+
     def _setup_replica(self) -> ReplicaInfo:
         data, h, stage = self.dn.data, self.h, self.stage
         min_bytes, max_bytes = int(h.get("min_bytes", 0)), int(h.get("max_bytes", 0))
@@ -499,7 +544,8 @@ class BlockReceiver:
         if stage == STAGE_APPEND:
             return data.append(self.block, int(h["old_gs"]), self.gs, min_bytes)
         if stage == STAGE_STREAMING_RECOVERY:
-            return data.recover_rbw(self.block, self.gs, min_bytes, max_bytes)
+            return data.recover_rbw(self.block, int(h.get("old_gs", self.gs)), self.gs,
+                                    min_bytes, max_bytes)
         if stage == STAGE_APPEND_RECOVERY:
             return data.recover_append(self.block, self.gs, min_bytes)
         if stage == STAGE_CLOSE_RECOVERY:
@@ -527,6 +573,15 @@ class BlockReceiver:
         return ""
 
     def run(self) -> None:
+        with self.dn._receivers_lock:
+            self.dn.receivers.add(self)
+        try:
+            self._run()
+        finally:
+            with self.dn._receivers_lock:
+                self.dn.receivers.discard(self)
+
+    def _run(self) -> None:
         dn = self.dn
         pipeline = [dn.id] + self.targets
         try:
@@ -641,6 +696,12 @@ class BlockReceiver:
                 if not self.mirror_error:
                     try:
                         seqno, downstream = mirror_acks.ack()
+                        while seqno == wire.OOB_SEQNO:
+                            # a downstream node restarts: pass its OOB ack on at once
+                            with self.up_lock:
+                                self.conn.sendall(wire.encode_ack(
+                                    seqno, [wire.SUCCESS] + downstream))
+                            seqno, downstream = mirror_acks.ack()
                         if seqno != packet.seqno:
                             raise OSError(f"ack for seqno {seqno}, expected {packet.seqno}")
                     except (OSError, EOFError, wire.MalformedFrame) as e:
@@ -652,11 +713,13 @@ class BlockReceiver:
             if my_status == wire.SUCCESS and packet.seqno != wire.HEARTBEAT_SEQNO:
                 if packet.last and not any(s != wire.SUCCESS for s in downstream):
                     self._finish_block()
-                elif packet.data:
+                elif packet.data and not any(s != wire.SUCCESS for s in downstream):
+                    # BlockReceiver: bytesAcked advances only on an all-SUCCESS ack
                     self.replica.bytes_acked = max(self.replica.bytes_acked,
                                                    min(packet.end, self.replica.num_bytes))
             try:
-                self.conn.sendall(wire.encode_ack(packet.seqno, [my_status] + downstream))
+                with self.up_lock:
+                    self.conn.sendall(wire.encode_ack(packet.seqno, [my_status] + downstream))
             except OSError:
                 return
             if packet.last or my_status != wire.SUCCESS:

@@ -8,7 +8,10 @@ Layout under the storage folder:
     current/tmp/...                      TEMPORARY replicas (transfer targets)
 The GS lives in the meta file's name, so a GS bump is a rename. On start, finalized
 replicas load as FINALIZED, rbw ones as RWR (length checked against the checksums),
-and tmp is emptied (seed 004).
+and tmp is emptied (seed 004). A DataNode shutting down for a restart leaves
+`rbw/blk_<id>.restart` (the wall-clock deadline) beside each replica being written: back
+before the deadline, that replica loads as RBW, so that its writer can go on with it
+(Hadoop's restart meta file, dfs.datanode.restart.replica.expiration).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import os
 import re
 import struct
 import threading
+import time
 import zlib
 from typing import Callable
 
@@ -28,6 +32,7 @@ FINALIZED, RBW, RWR, RUR, TEMPORARY, DELETED = "FINALIZED", "RBW", "RWR", "RUR",
 _DIR_OF = {FINALIZED: "finalized", RBW: "rbw", RWR: "rbw", RUR: "rbw", TEMPORARY: "tmp"}
 _META_HEADER = struct.Struct(">HBI")  # version, checksum type, bytes per checksum
 _META_RE = re.compile(r"^blk_(\d+)_(\d+)\.meta$")
+_RESTART_RE = re.compile(r"^blk_(\d+)\.restart$")
 STATE_ORDER = {FINALIZED: 3, RBW: 2, RWR: 1}
 
 
@@ -76,9 +81,11 @@ class FsDataset:
     # -- start-up ----------------------------------------------------------------------
 
     def load(self) -> None:
-        """Rebuild the replica map from disk: finalized -> FINALIZED, rbw -> RWR, tmp deleted."""
+        """Rebuild the replica map from disk: finalized -> FINALIZED, rbw -> RWR (RBW if
+        saved for a restart and back in time), tmp deleted."""
         for name in os.listdir(self.dirs["tmp"]):
             os.unlink(os.path.join(self.dirs["tmp"], name))
+        restart_ok = self._take_restart_markers()
         for dirname, state in (("finalized", FINALIZED), ("rbw", RWR)):
             folder = self.dirs[dirname]
             metas: dict[int, list[int]] = {}
@@ -101,7 +108,38 @@ class FsDataset:
                 replica.num_bytes = (os.path.getsize(replica.data_path) if state == FINALIZED
                                      else self._validated_length(replica))
                 replica.bytes_acked = replica.num_bytes
+                if state == RWR and block in restart_ok:
+                    replica.state = RBW
                 self.replicas[block] = replica
+
+    def _take_restart_markers(self) -> set[int]:
+        """Read and delete the restart markers; the blocks whose deadline has not passed."""
+        ok, now = set(), time.time()
+        folder = self.dirs["rbw"]
+        for name in os.listdir(folder):
+            m = _RESTART_RE.match(name)
+            if not m:
+                continue
+            path = os.path.join(folder, name)
+            try:
+                with open(path) as f:
+                    if float(f.read().strip() or 0) > now:
+                        ok.add(int(m.group(1)))
+            except (OSError, ValueError):
+                pass
+            os.unlink(path)
+        return ok
+
+    def save_for_restart(self, replica: ReplicaInfo, expiration: float) -> bool:
+        """Shutdown for restart: mark an RBW replica to load as RBW if back within
+        `expiration` seconds (BlockReceiver's restart meta file)."""
+        with self.lock:
+            if replica.state != RBW or self.replicas.get(replica.block) is not replica:
+                return False
+            path = os.path.join(self.dirs["rbw"], f"blk_{replica.block}.restart")
+            with open(path, "w") as f:
+                f.write(f"{time.time() + expiration:.3f}")
+            return True
 
     def _validated_length(self, replica: ReplicaInfo) -> int:
         """Length of an RBW replica after a crash: whole chunks whose checksums match."""
@@ -197,21 +235,28 @@ class FsDataset:
             self._move(replica, RBW, new_gs)
             return replica
 
-    def recover_rbw(self, block: int, new_gs: int, min_bytes: int, max_bytes: int) -> ReplicaInfo:
-        """PIPELINE_SETUP_STREAMING_RECOVERY: stop the old writer, keep the acked bytes, new GS."""
+    def recover_rbw(self, block: int, old_gs: int, new_gs: int, min_bytes: int,
+                    max_bytes: int) -> ReplicaInfo:
+        """PIPELINE_SETUP_STREAMING_RECOVERY (FsDatasetImpl.recoverRbw): stop the old
+        writer; the replica's GS must lie in [old_gs, new_gs], its acked bytes cover
+        what the client saw acked (min_bytes) and its bytes received not exceed what the
+        client sent (max_bytes); then it keeps its own acked bytes, with the new GS."""
         with self.lock:
             replica = self._require(block, (RBW,))
         self._stop_writer(replica)
         with self.lock:
-            if replica.gs > new_gs:
-                raise IOExceptionRemote(f"recover_rbw: block {block} gs {replica.gs} > {new_gs}")
-            if replica.num_bytes < min_bytes:
+            if not old_gs <= replica.gs <= new_gs:
                 raise ReplicaNotFoundException(
-                    f"recover_rbw: block {block} has {replica.num_bytes} bytes, "
-                    f"fewer than the {min_bytes} acked")
-            # Unacked bytes beyond what the client saw acked are dropped: the client
-            # resends them, and a replica must not keep bytes no one acknowledged.
-            self._truncate(replica, min_bytes)
+                    f"recover_rbw: block {block} has gs {replica.gs}; expected GS range is "
+                    f"[{old_gs}, {new_gs}]")
+            if replica.bytes_acked < min_bytes or replica.num_bytes > max_bytes:
+                raise ReplicaNotFoundException(
+                    f"recover_rbw: unmatched length replica of block {block}: bytes acked "
+                    f"{replica.bytes_acked}, received {replica.num_bytes}, not in the range "
+                    f"[{min_bytes}, {max_bytes}]")
+            # Bytes received but not acked downstream are dropped (the client resends
+            # them); what this node acked stays, even beyond the client's own count.
+            self._truncate(replica, replica.bytes_acked)
             self._move(replica, RBW, new_gs)
             return replica
 

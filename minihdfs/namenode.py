@@ -87,12 +87,16 @@ class NameNode:
             self._load_image(image)
         for edit in edits:
             self._apply_edit(edit)
-        for inode in self.files.values():
-            if inode.under_construction:   # seed 004 5: restore the leases of open files
-                self.leases.add(inode.client_name, inode.path)
+        restored = [inode for inode in self.files.values() if inode.under_construction]
         self.editlog.checkpoint(self._image())
         self.emit("nn.start", files=len(self.files), blocks=len(self.blocks),
-                  open_files=sum(1 for f in self.files.values() if f.under_construction))
+                  open_files=len(restored))
+        for inode in restored:
+            # seed 004 5: the leases of open files are restored, and logged like any
+            # other, so that the one-writer check (L1) holds across a restart
+            self.leases.add(inode.client_name, inode.path)
+            self.emit("nn.lease.add", holder=inode.client_name, path=inode.path,
+                      reason="restart")
         for target, name in ((self._lease_monitor, "LeaseManager.Monitor"),
                              (self._heartbeat_monitor, "HeartbeatManager"),
                              (self._redundancy_monitor, "RedundancyMonitor")):
@@ -159,8 +163,9 @@ class NameNode:
             info = self.blocks.get(b["block"]) or BlockInfo(b["block"], b["gs"], rec["path"])
             info.gs, info.num_bytes, info.path = b["gs"], b["len"], rec["path"]
             last = i == len(rec["blocks"]) - 1
-            info.state = (UNDER_CONSTRUCTION if inode.under_construction and last
-                          and b["state"] != COMPLETE else COMPLETE)
+            # seed 004 5 (Hadoop's loadINodeFileUnderConstruction): the last block of a
+            # file still open is UNDER_CONSTRUCTION, whatever state it was in before
+            info.state = UNDER_CONSTRUCTION if inode.under_construction and last else COMPLETE
             self.blocks[b["block"]] = info
             inode.blocks.append(b["block"])
         self.files[rec["path"]] = inode
@@ -232,6 +237,11 @@ class NameNode:
     def _located(self, info: BlockInfo, writer: str = "") -> dict:
         if info.state in (UNDER_CONSTRUCTION, UNDER_RECOVERY):
             locs = [dn for dn in info.expected if self._alive(dn)]
+        elif info.state == COMMITTED:
+            # seed 004 2.3: a COMMITTED block is readable from its pipeline's replicas,
+            # RBW ones included, until enough FINALIZED replicas make it COMPLETE
+            locs = [dn for dn in dict.fromkeys(info.finalized_matching() + info.expected)
+                    if self._alive(dn) and dn not in info.corrupt]
         else:
             locs = [dn for dn in info.finalized_matching() if self._alive(dn)]
         locs = self.placement.pipeline_order(writer, locs, self._rack_of()) if writer else locs
@@ -251,6 +261,13 @@ class NameNode:
             raise self._reject(op, IOExceptionRemote,
                                f"block {info.id} already committed with gs {info.gs} len "
                                f"{info.num_bytes}", inode.path, holder)
+        if info.state == UNDER_RECOVERY:
+            # BlockManager.commitOrCompleteLastBlock (HDFS-10240): block recovery owns the
+            # block now; a commit would race commitBlockSynchronization and could leave
+            # the file closed with a GS no replica has
+            raise self._reject(op, IOExceptionRemote,
+                               f"Commit or complete block {info.id}_{last['gs']}, whereas it "
+                               "is under recovery.", inode.path, holder)
         if info.gs != last["gs"]:
             raise self._reject(op, IOExceptionRemote,
                                f"commit of block {info.id} with gs {last['gs']}, expected {info.gs}",
@@ -326,9 +343,11 @@ class NameNode:
                                    path, holder)
             inode = self.files.get(path)
             if inode is not None:
-                if inode.under_construction:
-                    self.recover_lease_internal("create", inode, holder, force=False)
+                # FSDirWriteFileOp.startFile: overwrite deletes the file (and its lease),
+                # open or not; otherwise an open file goes through recoverLeaseInternal
                 if not overwrite:
+                    if inode.under_construction:
+                        self.recover_lease_internal("create", inode, holder, force=False)
                     raise self._reject("create", FileAlreadyExistsException,
                                        f"{path} for client {holder} already exists", path, holder)
                 self._delete_file(inode)
@@ -524,13 +543,12 @@ class NameNode:
 
     def _is_complete_retry(self, inode, last: dict) -> bool:
         """Is this complete() of a closed file a retry of one that went through? Only if
-        the client's last block is the file's last block with the same GS and length
-        (completeFileInternal's Block.matchingIdAndGenStamp): after a block recovery the
-        GS is bumped, so a writer whose lease was recovered is refused, not told its
-        write succeeded."""
+        the client's last block is the file's last block with the same id and GS
+        (completeFileInternal's Block.matchingIdAndGenStamp; the length is not compared):
+        after a block recovery the GS is bumped, so a writer whose lease was recovered
+        is refused, not told its write succeeded."""
         info = self.blocks[inode.blocks[-1]]
-        return (info.id == int(last["block"]) and info.gs == int(last.get("gs", -1))
-                and info.num_bytes == int(last["len"]))
+        return info.id == int(last["block"]) and info.gs == int(last.get("gs", -1))
 
     def rpc_renewLease(self, holder: str) -> bool:
         with self.lock:
@@ -867,7 +885,9 @@ class NameNode:
         primary = max(candidates, key=lambda dn: self.datanodes[dn].last_heartbeat)
         info.primary = primary
         info.tried_primaries.add(primary)
-        send = fresh if len(fresh) >= 2 else alive
+        # Hadoop: with fewer than two fresh locations, every expected location takes
+        # part (the primary copes with the ones that do not answer)
+        send = fresh if len(fresh) >= 2 else locations
         self.datanodes[primary].recover.append({
             "type": "recover", "block": info.id, "gs": old_gs, "recovery_id": info.recovery_id,
             "locations": send, "new_len": info.truncate_len})
@@ -954,12 +974,9 @@ class NameNode:
             if gs < info.gs or (state == "FINALIZED" and gs == info.gs and length != info.num_bytes):
                 self._queue_invalidate(dn, block, gs)
                 return
-            if info.state == COMMITTED and self._try_complete(info):
-                self._maybe_close_after_commit(info)
-
-    def _maybe_close_after_commit(self, info: BlockInfo) -> None:
-        """Nothing to do: files close in complete() or commitBlockSynchronization; kept
-        as the place where a COMMITTED block turning COMPLETE is visible."""
+            if info.state == COMMITTED:
+                # files close in complete() or commitBlockSynchronization, not here
+                self._try_complete(info)
 
     def rpc_commitBlockSynchronization(self, block: int, recovery_id: int, new_gs: int,
                                        new_len: int, close: bool, delete: bool,
@@ -1028,10 +1045,18 @@ class NameNode:
                         self.emit("nn.lease.remove", holder=current.holder, path=path,
                                   reason="forced", error=type(e).__name__)
 
+    @property
+    def recovery_timeout(self) -> float:
+        """How long a block stays UNDER_RECOVERY before recovery starts again with a new
+        id and another primary: dfs.namenode.recovery.timeout, or (0, the default) twice
+        the heartbeat recheck interval, as the key's help says."""
+        return (self.conf["dfs.namenode.recovery.timeout"]
+                or 2 * self.conf["dfs.namenode.heartbeat.recheck-interval"])
+
     def _retry_stuck_recoveries(self) -> None:
-        timeout = self.conf["dfs.namenode.recovery.timeout"]
-        if timeout <= 0:
-            return
+        """A recovery whose primary died or gave up (no commitBlockSynchronization) is
+        not left hanging until the next hard-limit expiry: it is retried."""
+        timeout = self.recovery_timeout
         now = time.monotonic()
         for info in list(self.blocks.values()):
             if info.state == UNDER_RECOVERY and now - info.recovery_started > timeout:

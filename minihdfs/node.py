@@ -1,7 +1,9 @@
 """Starts one mini-HDFS process: `python -m minihdfs.node namenode|datanode|client ...`.
 
 The same command lines run on the local backend and inside the cluster image. SIGTERM
-stops a node gracefully (the NameNode checkpoints its namespace); SIGKILL is a crash.
+stops a node gracefully (the NameNode checkpoints its namespace; a DataNode shuts down
+for a restart, as `hdfs dfsadmin -shutdownDatanode DN upgrade` does: its writers get
+the out-of-band RESTART ack); SIGKILL is a crash.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         node = DataNode(args.id, args.rpc, args.xfer, routes, conf, args.storage, events, args.rack)
         node.start()
         stop.wait()
-        node.stop()
+        node.stop(restart=True)
     else:
         from .workload import run_workload
         events = EventLog(args.events, args.id, "client")

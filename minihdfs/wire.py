@@ -28,6 +28,7 @@ _ACK_HEADER = struct.Struct(">qB")        # seqno, number of statuses
 FLAG_LAST = 1
 FLAG_SYNC = 2
 HEARTBEAT_SEQNO = -1
+OOB_SEQNO = -2                # an out-of-band ack (Hadoop's PipelineAck.UNKOWN_SEQNO)
 
 # Pipeline ack statuses (Hadoop's DataTransferProtos.Status, the ones we use)
 SUCCESS = 0

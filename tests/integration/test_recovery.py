@@ -450,21 +450,74 @@ def test_error_while_closing_uses_close_recovery(make_cluster, recovery_latency)
     client.close()
 
 
-def test_datanode_restarted_during_a_write(make_cluster):
-    cluster = make_cluster(datanodes=4)
+def _write_across_a_restart(cluster, restart, replication=3, victim_index=1):
+    """c1 writes 300 KiB, hflushes, `restart(victim)` hits a pipeline node, then writes
+    the rest and closes; returns (client, victim, data)."""
     client = cluster.client("c1", os.path.join(cluster.dir, "events", "c1.jsonl"))
-    s = client.create("/w")
+    s = client.create("/w", replication=replication)
     data = os.urandom(700 * KiB)
     s.write(data[:300 * KiB])
     s.hflush()
-    victim = s.streamer.nodes[1]
-    cluster.restart_node(victim)       # stop and start: its RBW replica comes back as RWR
-    rwr = [e for e in events(cluster, victim, "dn.replica.state") if e["state"] == "RWR"]
-    assert rwr
+    victim = s.streamer.nodes[victim_index]
+    restart(victim)
     s.write(data[300 * KiB:])
     s.close()
-    assert events(cluster, "c1", "client.pipeline.recovered")
     assert client.read("/w") == data
+    return client, victim, data
+
+
+def test_datanode_restarted_in_time_stays_in_the_pipeline(make_cluster):
+    """MINIHDFS.md 5 (seed 003, restartingNodeIndex): a DataNode stopped for a restart
+    sends the RESTART OOB ack and saves its RBW replica; the client of a one-node
+    pipeline keeps it, waits, and goes on with it once it is back."""
+    cluster = make_cluster(datanodes=2)
+    client, victim, _ = _write_across_a_restart(cluster, cluster.restart_node, 1, 0)
+    assert events(cluster, victim, "dn.pipeline.oob", status="OOB_RESTART")
+    assert events(cluster, "c1", "client.pipeline.restart_wait", dn=victim)
+    assert not events(cluster, "c1", "client.pipeline.restart_timeout")
+    states = events(cluster, victim, "dn.replica.state")
+    assert any(e["state"] == "RBW" and e.get("reason") == "restart_saved" for e in states)
+    assert not any(e["state"] == "RWR" for e in states)
+    [recovered] = events(cluster, "c1", "client.pipeline.recovered")
+    assert recovered["pipeline"] == [victim]
+    assert_replicas_agree(fsck(cluster, "/w"))
+    client.close()
+
+
+def test_datanode_restarted_too_late_is_dropped_by_normal_recovery(make_cluster):
+    cluster = make_cluster(datanodes=2, config={"dfs.client.datanode-restart.timeout": "1s"})
+    with pytest.raises(IOError, match="All datanodes"):
+        _write_across_a_restart(cluster, lambda dn: cluster.restart_node(dn, down=3.0), 1, 0)
+    victim = events(cluster, "c1", "client.pipeline.restart_wait")[0]["dn"]
+    assert events(cluster, "c1", "client.pipeline.restart_timeout", dn=victim)
+    assert not events(cluster, "c1", "client.pipeline.recovered")
+
+
+def test_restart_of_one_of_several_nodes_is_a_node_error(make_cluster):
+    """Hadoop's shouldWaitForRestart: a restarting node that is neither alone in the
+    pipeline nor on the writer's machine is dropped at once; the write goes on."""
+    cluster = make_cluster(datanodes=4)
+    client, victim, _ = _write_across_a_restart(cluster, cluster.restart_node)
+    assert events(cluster, victim, "dn.pipeline.oob", status="OOB_RESTART")
+    assert not events(cluster, "c1", "client.pipeline.restart_wait")
+    recovered = events(cluster, "c1", "client.pipeline.recovered")
+    assert recovered and victim not in recovered[-1]["pipeline"]
+    client.close()
+
+
+def test_datanode_crashed_and_started_during_a_write(make_cluster):
+    """A crash is not a restart: no OOB ack, the RBW replica comes back as RWR, never
+    rejoins, and is invalidated."""
+    cluster = make_cluster(datanodes=4)
+
+    def crash(dn):
+        cluster.kill_node(dn)
+        cluster.start_node(dn)
+    client, victim, _ = _write_across_a_restart(cluster, crash)
+    assert [e for e in events(cluster, victim, "dn.replica.state") if e["state"] == "RWR"]
+    assert not events(cluster, "c1", "client.pipeline.restart_wait")
+    recovered = events(cluster, "c1", "client.pipeline.recovered")
+    assert recovered and victim not in recovered[-1]["pipeline"]
     # the RWR replica with the old GS never rejoins and is invalidated
     wait_for(lambda: events(cluster, victim, "dn.replica.invalidate"), 60,
              what="stale RWR replica invalidated")

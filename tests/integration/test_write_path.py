@@ -276,7 +276,10 @@ def test_datanode_restart_during_an_open_write_turns_rbw_into_rwr(make_cluster, 
         stream.hflush()
         [alloc] = events(cluster, "nn", "nn.block.allocate", path="/dn/restart")
         block, gs, victim = alloc["block"], alloc["gs"], alloc["pipeline"][1]
-        cluster.restart_node(victim)
+        # a crash and a start (a SIGTERM would be a shutdown for restart, which saves
+        # the replica as RBW and sends the RESTART OOB ack: test_recovery's restart tests)
+        cluster.kill_node(victim)
+        cluster.start_node(victim)
         rwr = wait_for(lambda: events(cluster, victim, "dn.replica.state", block=block,
                                       state="RWR"), 30, what=f"{victim} to load its RBW as RWR")
         assert rwr[0]["reason"] == "restart" and rwr[0]["gs"] == gs

@@ -172,7 +172,7 @@ def test_gs_is_in_the_meta_file_name_and_a_bump_renames_it(tmp_path):
     data = os.urandom(1500)
     write(ds, r, data)
     r.bytes_acked = 1000
-    ds.recover_rbw(14, 1010, min_bytes=1000, max_bytes=1500)   # pipeline recovery
+    ds.recover_rbw(14, 1008, 1010, min_bytes=1000, max_bytes=1500)   # pipeline recovery
     assert r.gs == 1010 and r.num_bytes == 1000 and r.state == "RBW"
     assert files(tmp_path, "rbw") == ["blk_14", "blk_14_1010.meta"]
     assert meta_sums(r.meta_path) == crcs(data[:1000])          # last partial chunk re-summed

@@ -43,7 +43,7 @@ def open_with_block(nn, path="/f", holder="c1", length=1000, report="RBW"):
 def test_same_holder_recreating_is_already_being_created(nn):
     nn.rpc_create("/f", "c1")
     with pytest.raises(AlreadyBeingCreatedException, match="already the current lease holder"):
-        nn.rpc_create("/f", "c1", overwrite=True)
+        nn.rpc_create("/f", "c1")
 
 
 def test_other_writer_before_soft_limit_is_refused_after_it_takes_over(nn):
