@@ -607,7 +607,10 @@ class DataStreamer(threading.Thread):
         self.emit("client.pipeline.error", path=self.s.path, block=self.block["block"],
                   gs=self.block["gs"], stage=stage, pipeline=list(self.nodes), error_index=index,
                   bad_node=self.nodes[index] if 0 <= index < len(self.nodes) else None,
-                  acked=self.bytes_acked, offset=self.s.acked_file_offset, reason=reason)
+                  acked=self.bytes_acked, offset=self.s.acked_file_offset, reason=reason,
+                  # a node that sent the RESTART OOB ack: no bad node, it stays (P1 knows)
+                  restarting=(self.nodes[self.restarting_index]
+                              if 0 <= self.restarting_index < len(self.nodes) else None))
 
     def create_block_output_stream(self, nodes: list[str], gs: int, stage: str) -> int | None:
         """Connect to the first node and send WRITE_BLOCK; returns None on success, else the

@@ -54,7 +54,8 @@ FIELDS = [
     ("first_bad_link", T.StringType()),
     # client
     ("mode", T.StringType()), ("crc", T.LongType()), ("error_index", T.LongType()),
-    ("bad_node", T.StringType()), ("acked", T.LongType()), ("policy", T.StringType()),
+    ("bad_node", T.StringType()), ("restarting", T.StringType()),
+    ("acked", T.LongType()), ("policy", T.StringType()),
     ("replication", T.LongType()), ("remaining", T.LongType()),
     ("hflushed", T.BooleanType()), ("decision", T.StringType()),
     ("new_node", T.StringType()), ("seqno", T.LongType()), ("op_id", T.StringType()),

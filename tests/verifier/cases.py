@@ -323,7 +323,7 @@ def _(rid):
     return all_bad(rid, close_ok=False, report=False).drop("client.close").drop("client.op.end")
 
 
-@case("P6-restart-wait", ("P6", "skip"))
+@case("P6-restart-wait", ("P6", "skip"), ("P1", "pass"))
 def _(rid):
     """The only DataNode restarts and is waited for (RESTART OOB ack): the error names no
     bad node, the same pipeline is rebuilt and the write succeeds; nothing failed."""
@@ -334,7 +334,7 @@ def _(rid):
     r.ev(1.2, "c1", "client.pipeline.restart_wait", path="/f", block=1001, dn="dn1", timeout=30.0)
     r.ev(1.21, "c1", "client.pipeline.error", path="/f", block=1001, gs=1001,
          stage="DATA_STREAMING", pipeline=["dn1"], error_index=-1, bad_node=None, acked=512,
-         error="IOException")
+         error="IOException", restarting="dn1")
     r.ev(1.5, "c1", "client.pipeline.recovered", path="/f", block=1001, old_gs=1001, gs=1002,
          pipeline=["dn1"], acked=512)
     r.ev(1.6, "c1", "client.close", path="/f", len=512, ok=True, error=None)

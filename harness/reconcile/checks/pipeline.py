@@ -21,7 +21,8 @@ def _pipeline_errors(runs: RunSet) -> DataFrame:
     abandons) is handled by abandonBlock + addBlock instead, so it is left out."""
     def build():
         errs = base(runs.of("client.pipeline.error"), "path", "block", "gs", "stage",
-                    "pipeline", "error_index", "bad_node", "acked", "offset", "error")
+                    "pipeline", "error_index", "bad_node", "restarting", "acked", "offset",
+                    "error")
         errs = errs.filter(F.coalesce(F.col("stage"), F.lit("")) != _NEW_BLOCK_SETUP)
         ab = runs.of("client.pipeline.abandon").select(
             F.col("run_id").alias("_r"), F.col("node").alias("_n"), F.col("block").alias("_b"),
@@ -150,7 +151,8 @@ def check_p1(runs: RunSet) -> Outcome:
            .when(F.col("r_gs") <= F.col("gs"),
                  F.format_string("the rebuilt pipeline has GS %d, not greater than %d",
                                  F.col("r_gs"), F.col("gs")))
-           .when(F.col("bad_node").isNull(),
+           # a node that announced its restart (RESTART OOB ack) is no bad node: it stays
+           .when(F.col("bad_node").isNull() & F.col("restarting").isNull(),
                  "the error names no bad node: no proof the rebuilt pipeline left it out")
            .when(F.col("r_pipeline").isNull(), "the recovery names no pipeline")
            .when(F.array_contains(F.col("r_pipeline"), F.col("bad_node")),
