@@ -50,7 +50,7 @@ FIELDS = [
     ("replicas", T.StringType()), ("stage", T.StringType()), ("upstream", T.StringType()),
     ("downstream", T.StringType()), ("status", T.StringType()), ("peer", T.StringType()),
     ("answers", T.ArrayType(ANSWER)), ("rule", T.StringType()), ("new_len", T.LongType()),
-    ("count", T.LongType()), ("full", T.BooleanType()), ("nn", T.StringType()),
+    ("count", T.LongType()), ("restart", T.BooleanType()), ("full", T.BooleanType()), ("nn", T.StringType()),
     ("first_bad_link", T.StringType()),
     # client
     ("mode", T.StringType()), ("crc", T.LongType()), ("error_index", T.LongType()),

@@ -780,6 +780,30 @@ def _(rid):
     return dn_restart(rid, back_as=None)
 
 
+@case("B6-saved-for-restart", ("B6", "skip"))
+def _(rid):
+    """dn2 was shut down for a restart (dn.stop restart=true after the RESTART OOB ack)
+    and its saved RBW replica comes back as RBW (HDFS-5585): not B6's case."""
+    r = pipeline_recovery(rid)
+    r.ev(1.9, "dn2", "dn.stop", restart=True)
+    r.ev(2.0, "harness", "harness.node.start", target="dn2")
+    r.ev(2.0, "dn2", "dn.start", replicas=1)
+    r.ev(2.0001, "dn2", "dn.replica.state", block=1001, gs=1001, len=512, state="RBW",
+         reason="restart_saved")
+    return r
+
+
+@case("B6-saved-after-a-crash", ("B6", "fail"))
+def _(rid):
+    """The same RBW line after a crash (no shutdown for restart): it should be RWR."""
+    r = pipeline_recovery(rid)
+    r.ev(2.0, "harness", "harness.node.start", target="dn2")
+    r.ev(2.0, "dn2", "dn.start", replicas=1)
+    r.ev(2.0001, "dn2", "dn.replica.state", block=1001, gs=1001, len=512, state="RBW",
+         reason="restart_saved")
+    return r
+
+
 @case("B6-rejoins-as-rbw", ("B6", "fail"))
 def _(rid):
     r = dn_restart(rid)

@@ -314,25 +314,44 @@ def check_b6(runs: RunSet) -> Outcome:
     """Restart makes RWR: a replica whose last state before its DataNode started again
     (a dn.start after an earlier one) was RBW is logged as RWR first after that start,
     never goes from RWR straight back to RBW (rejoining a pipeline), and answers
-    initReplicaRecovery as RWR while it is one (until the node's next start)."""
+    initReplicaRecovery as RWR while it is one (until the node's next start).
+
+    One exception, Hadoop's (HDFS-5585, MINIHDFS.md 5): a DataNode shut down *for a
+    restart* (dn.stop restart=true, after sending the RESTART OOB ack) saves its RBW
+    replicas, and one back before they expire loads as RBW again (logged with reason
+    restart_saved) so that the waiting writer can go on with it. Such a replica is not
+    judged here: the shutdown has to say so, a crash never does."""
     starts = runs.of("dn.start").select("run_id", "node", "ts", "eid")
     w = Window.partitionBy("run_id", "node").orderBy("ts", "eid")
     restarts = (starts.withColumn("prev", F.lag("ts").over(w))
                 .withColumn("until", F.lead("ts").over(w))
                 .filter(F.col("prev").isNotNull())
-                .select("run_id", "node", F.col("ts").alias("r_ts"), "until"))
+                .select("run_id", "node", "prev", F.col("ts").alias("r_ts"), "until"))
     states = runs.of("dn.replica.state").filter(F.col("block").isNotNull()).select(
-        "run_id", "node", "block", "gs", "len", "state", "ts", "eid")
+        "run_id", "node", "block", "gs", "len", "state", "reason", "ts", "eid")
     before = states.join(restarts, ["run_id", "node"]).filter(F.col("ts") < F.col("r_ts"))
     wb = Window.partitionBy("run_id", "node", "r_ts", "block").orderBy(F.desc("ts"),
                                                                      F.desc("eid"))
     cases = (before.withColumn("_rn", F.row_number().over(wb))
              .filter((F.col("_rn") == 1) & (F.col("state") == "RBW"))
-             .select("run_id", "node", "block", "r_ts", "until",
+             .select("run_id", "node", "block", "prev", "r_ts", "until",
                      F.col("gs").alias("rbw_gs"), F.col("len").alias("rbw_len")))
+    # the exception: a shutdown for restart between the two starts, and the replica
+    # logged back as RBW with reason restart_saved after the second
+    for_restart = (runs.of("dn.stop").filter(F.coalesce(F.col("restart"), F.lit(False)))
+                   .select("run_id", "node", F.col("ts").alias("stop_ts")))
+    saved = (states.filter((F.col("state") == "RBW") & (F.col("reason") == "restart_saved"))
+             .select("run_id", "node", "block", F.col("ts").alias("saved_ts")))
+    kept = (cases.join(for_restart, ["run_id", "node"])
+            .filter((F.col("stop_ts") > F.col("prev")) & (F.col("stop_ts") <= F.col("r_ts")))
+            .join(saved, ["run_id", "node", "block"])
+            .filter((F.col("saved_ts") >= F.col("r_ts"))
+                    & (F.col("until").isNull() | (F.col("saved_ts") < F.col("until"))))
+            .select("run_id", "node", "block", "r_ts").distinct())
+    cases = cases.join(kept, ["run_id", "node", "block", "r_ts"], "left_anti").drop("prev")
     inits = base(runs.of("dn.recovery.init_replica"), "block", "gs", "len", "state",
                  "recovery_id")
-    timeline = (states.withColumn("kind", F.lit("state")).withColumn("recovery_id",
+    timeline = (states.drop("reason").withColumn("kind", F.lit("state")).withColumn("recovery_id",
                                                                       F.lit(None).cast("long"))
                 .unionByName(inits.select("run_id", "node", "block", "gs", "len", "state", "ts",
                                           "eid", F.lit("init").alias("kind"), "recovery_id")))
