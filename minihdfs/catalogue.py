@@ -57,7 +57,12 @@ CLIENT = {
     "client.read",             # {path, offset, len, crc}
     "client.checksum.error",   # {path, block, dn, offset}
     # fields added to contract events: client.pipeline.replace also carries `stage` (the
-    # recovery stage it was decided in; a closing pipeline adds no node) and `reason`
+    # recovery stage it was decided in; a closing pipeline adds no node) and `reason`;
+    # client.stream.open also carries `stream` (the client's number of the output stream,
+    # from 0), `offset` (the file offset the stream starts at) and `content` (the name of
+    # the generator of the bytes written, "workload": minihdfs.workload.Content with
+    # harness.run.start's seed; null when none); client.write also carries `stream` and
+    # `stream_crc` (CRC-32 of the stream's bytes before this write, from its start offset)
 }
 
 HARNESS = {
