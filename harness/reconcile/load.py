@@ -116,8 +116,10 @@ class RunSet:
                         F.from_json("raw", EVENT_SCHEMA,
                                     {"columnNameOfCorruptRecord": CORRUPT,
                                      "mode": "PERMISSIVE"}).alias("j")))
-        bad_envelope = (F.col("j.ts").isNull() | F.col("j.node").isNull()
-                        | F.col("j.event").isNull())
+        # Spark's reader takes NaN and Infinity, which JSON does not have: not a time
+        bad_envelope = (F.col("j.ts").isNull() | F.isnan("j.ts")
+                        | (F.abs("j.ts") == float("inf"))
+                        | F.col("j.node").isNull() | F.col("j.event").isNull())
         malformed = F.col(f"j.{CORRUPT}").isNotNull() | bad_envelope
         rare = rare.select(
             "run_id", "log", _eid(F.col("log_no"), F.col("j.seq"), F.col("raw")).alias("eid"),
@@ -172,14 +174,19 @@ class RunSet:
                 (F.col("value") if self.keep_raw else F.lit(None).cast("string")).alias("raw"))
         return self.memo_lazy("bulk", build)
 
-    def lines_of(self, logs: set[tuple[str, str]]) -> DataFrame:
+    def lines_of(self, logs: set[tuple[str, str]], event: str | None = None) -> DataFrame:
         """The lines of some logs, read again and parsed narrowly (run_id, log, log_no,
         value, the narrow fields, dense): `logs` holds (run_id, log) pairs; a pair that
-        names no log file (a node that logged elsewhere) reads every log of its run."""
+        names no log file (a node that logged elsewhere) reads every log of its run.
+        `event`: only lines whose text holds that name are parsed (the others cannot be
+        that event)."""
         names = {(rid, name) for rid, name, _, _ in self.files}
         runs_whole = {rid for rid, name in logs if (rid, name) not in names}
         picked = [f for f in self.files if (f[0], f[1]) in logs or f[0] in runs_whole]
-        return _narrow_lines(_read_text(self.spark, picked))
+        text = _read_text(self.spark, picked)
+        if event is not None:
+            text = text.filter(F.col("value").contains(event))
+        return _narrow_lines(text)
 
     @property
     def events(self) -> DataFrame:
@@ -604,10 +611,13 @@ def _dense(value: Column, parsed: str) -> Column:
     colons = F.length(value) - F.length(F.translate(value, ":", ""))
     set_fields = sum((F.col(f"{parsed}.{n}").isNotNull().cast("int") for n in _NARROW),
                      F.lit(0))
-    seq = F.col(f"{parsed}.seq")
+    seq, ts = F.col(f"{parsed}.seq"), F.col(f"{parsed}.ts")
     return (F.col(f"{parsed}.event").isin(list(BULK_EVENTS))
             & F.col(f"{parsed}.{CORRUPT}").isNull()
-            & F.col(f"{parsed}.ts").isNotNull() & F.col(f"{parsed}.node").isNotNull()
+            # Spark's reader ignores text after the object, and takes NaN and Infinity
+            & F.rtrim(value).endswith("}")
+            & ts.isNotNull() & ~F.isnan(ts) & (F.abs(ts) != float("inf"))
+            & F.col(f"{parsed}.node").isNotNull()
             & (seq >= 0) & (seq < F.lit(1 << 32))
             & (colons == set_fields))
 

@@ -43,6 +43,7 @@ LINES = [
     ('{"ts":1.0,"node":"c1","seq":21,"event":"client.hflush","offset":1}', False),
     ('{"ts":1.0,"node":"c1","seq":22,"len":1}', False),                  # no event
     ('{"ts":NaN,"node":"c1","seq":25,"event":"client.write"}', False),
+    ('{"ts":1e999,"node":"c1","seq":26,"event":"client.write"}', False),  # infinite
     ('["ts",1]', False),
     ('this is not json', False),
     ('this is not json', False),                                         # twice: both kept
@@ -79,6 +80,8 @@ def test_dense_lines_are_exactly_the_plain_ones_and_nothing_is_lost(spark, odd_r
         stats = runs.log_stats.first()
         assert stats["lines"] == len(LINES)
         assert stats["malformed"] == runs.malformed.count() > 0
+        bad = {r["raw"] for r in runs.malformed.collect()}
+        assert {LINES[i][0] for i in (11, 15, 16, 18, 19, 20, 21, 22, 23, 24)} <= bad
         b = runs.bulk.filter("seq = 3").first()
         assert (b["ts"], b["node"], b["offset"], b["len"], b["raw"]) == (1.79e9, "c1", -1, None,
                                                                         None)

@@ -120,7 +120,7 @@ def _writes_at(runs: RunSet, cuts: list[tuple]) -> dict:
                            T.StructField("_s", T.LongType()), T.StructField("_b", T.LongType())])
     want = F.broadcast(runs.spark.createDataFrame(cuts, schema))
     logs = {(r, n) for r, n, _, _ in cuts}
-    writes = (runs.lines_of(logs).filter("dense AND event = 'client.write'")
+    writes = (runs.lines_of(logs, "client.write").filter("dense AND event = 'client.write'")
               .select("run_id", "node", "stream", "offset", "len", "crc", "stream_crc")
               .unionByName(runs.rare.filter(F.col("event") == "client.write")
                            .select("run_id", "node", "stream", "offset", "len", "crc",
