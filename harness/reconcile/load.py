@@ -608,7 +608,8 @@ def _dense(value: Column, parsed: str) -> Column:
     colons as keys, and at least as many keys as non-null fields; equal counts leave no
     room for another key (a colon in a string, a nested object, a null or a repeated key
     only make a line count as not dense, and be parsed in full)."""
-    colons = F.length(value) - F.length(F.translate(value, ":", ""))
+    # bytes, not characters: a colon is one byte, and a byte count costs nothing
+    colons = F.octet_length(value) - F.octet_length(F.replace(value, F.lit(":"), F.lit("")))
     set_fields = sum((F.col(f"{parsed}.{n}").isNotNull().cast("int") for n in _NARROW),
                      F.lit(0))
     seq, ts = F.col(f"{parsed}.seq"), F.col(f"{parsed}.ts")
