@@ -162,8 +162,10 @@ class RunSet:
     @property
     def bulk(self) -> DataFrame:
         """The dense lines one by one (run_id, log, eid, every field, malformed, raw):
-        the text is read and parsed again for it, on first use. `raw` is null unless the
-        runs were loaded with keep_raw (a dense line has no field the schema lacks)."""
+        the text is read and parsed again by every query over it (nothing is kept: the
+        checks read the folded table; a query here usually wants a few of the lines).
+        `raw` is null unless the runs were loaded with keep_raw (a dense line has no
+        field the schema lacks)."""
         def build():
             lines = _narrow_lines(_read_text(self.spark, self.files)).filter("dense")
             return lines.select(
@@ -172,7 +174,7 @@ class RunSet:
                   for n, t in ENVELOPE + FIELDS],
                 F.lit(False).alias("malformed"),
                 (F.col("value") if self.keep_raw else F.lit(None).cast("string")).alias("raw"))
-        return self.memo_lazy("bulk", build)
+        return self._memo_of("bulk", build)
 
     def lines_of(self, logs: set[tuple[str, str]], event: str | None = None) -> DataFrame:
         """The lines of some logs, read again and parsed narrowly (run_id, log, log_no,
@@ -217,11 +219,6 @@ class RunSet:
         run in several threads: the first to ask for a table builds it, the others wait
         for that one only."""
         return self._memo_of(key, lambda: self._keep(build()))
-
-    def memo_lazy(self, key: str, build: Callable[[], DataFrame]) -> DataFrame:
-        """As `memo`, but cached on first scan instead of computed now (for a big table
-        that a caller may only filter)."""
-        return self._memo_of(key, lambda: self._cache(build()))
 
     def _memo_of(self, key: str, make: Callable[[], DataFrame]) -> DataFrame:
         with self._lock:
