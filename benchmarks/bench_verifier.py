@@ -3,10 +3,13 @@
 one writer, B2 length rule) with the same logic in plain pandas on the same data.
 
     python benchmarks/bench_verifier.py --events 10000000 [--per-run 10000] [--dir DIR]
+    python benchmarks/bench_verifier.py --runs results/RUN [results/RUN ...]
 
-Prints the generation time, Spark start-up, load (read + parse + fold or cache), the checks,
+Prints the generation time, Spark start-up, load (read + parse + fold), the checks,
 metrics and expect evaluation, total reconcile time and events/s (start-up and
-generation excluded), then the pandas timings. Spark's memory: HDFS_CHAOS_SPARK_MEMORY
+generation excluded), CPU seconds, steal, the checks' fixed planning cost, then the pandas
+timings. With --runs: the wall time of verifying recorded runs as `hdfs-chaos verify`
+does, Spark's start-up included, and the checks' fixed planning cost. Spark's memory: HDFS_CHAOS_SPARK_MEMORY
 (default here 6g).
 """
 
@@ -86,26 +89,56 @@ def _reference_loop() -> float:
     return time.perf_counter() - t
 
 
-def _jvm_threads(spark) -> dict[str, float]:
-    """CPU seconds of the Spark JVM's live threads, by kind: the JIT compilers, the
-    garbage collector, Spark's tasks, and the rest (threads that ended are not counted).
-    At 10 million events the JIT takes about 30% of all the CPU (session notes of issue 5)."""
-    kinds = {"jit": 0.0, "gc": 0.0, "tasks": 0.0, "other": 0.0}
+def planning_seconds(runs) -> dict[str, float]:
+    """The checks' fixed cost: for each check, the seconds to build its query and have
+    Spark analyse, optimise and plan it, without running it (the shared tables it reads
+    are built already). This is what a check costs however small the runs are."""
+    from harness.reconcile.checks import CHECKS, _result_rows
+    from harness.reconcile.session import session_conf, small_queries
+    out = {}
+    with session_conf(runs.spark, small_queries(runs.spark)):
+        for check in CHECKS:
+            t = time.perf_counter()
+            _result_rows(runs, check)._jdf.queryExecution().executedPlan()
+            out[check.id] = time.perf_counter() - t
+    return out
+
+
+def bench_runs(run_dirs: list[str]) -> int:
+    """`hdfs-chaos verify` of recorded run folders, timed as a user meets it: Spark's
+    start-up, the load and every check (verify_runs writes each verdict.json), then the
+    checks' fixed planning cost measured apart on the same loaded runs."""
+    t0 = time.perf_counter()
+    from harness.reconcile.api import verify_runs
+    from harness.reconcile.load import load_runs
+    from harness.reconcile.session import get_spark
+    spark = get_spark()
+    spark.range(1).count()
+    t_start = time.perf_counter() - t0
+    ref0 = _reference_loop()
+    cpu0, steal0 = _cpu_seconds(spark), _steal_seconds()
+    t1 = time.perf_counter()
+    verdicts = verify_runs(run_dirs)
+    t_verify = time.perf_counter() - t1
+    cpu = _cpu_seconds(spark) - cpu0
+    passed = sum(1 for v in verdicts if v["passed"])
+    print(f"verify of {len(run_dirs)} runs: {t_start + t_verify:.1f}s wall in all = Spark "
+          f"start-up {t_start:.1f}s + load and checks {t_verify:.1f}s ({cpu:.0f} CPU-s); "
+          f"{passed}/{len(verdicts)} runs passed")
+    print(f"CPU-s stolen by the hypervisor: {_steal_seconds() - steal0:.1f}; load average "
+          f"{os.getloadavg()[0]:.1f}; a fixed Python loop took {ref0:.2f}s before and "
+          f"{_reference_loop():.2f}s after (lower is faster)")
+    runs = load_runs(run_dirs, spark)
     try:
-        pid = spark.sparkContext._gateway.proc.pid
-        tick = os.sysconf("SC_CLK_TCK")
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                name, fields = _proc_stat(f"/proc/{pid}/task/{tid}/stat")
-            except OSError:
-                continue
-            cpu = (int(fields[11]) + int(fields[12])) / tick
-            kind = ("jit" if "CompilerThre" in name else "gc" if name.startswith("GC Thread")
-                    else "tasks" if name.startswith("Executor task") else "other")
-            kinds[kind] += cpu
-    except Exception:
-        pass
-    return kinds
+        from harness.reconcile.checks import prepare_bulk
+        prepare_bulk(runs)
+        plan = planning_seconds(runs)
+    finally:
+        runs.close()
+    print(f"checks' fixed cost (building and planning the {len(plan)} checks' queries, no "
+          f"execution): {sum(plan.values()):.1f}s; slowest: " + ", ".join(
+              f"{k} {v:.2f}s" for k, v in sorted(plan.items(), key=lambda kv: -kv[1])[:5]))
+    return 0
 
 
 def pandas_l1_b2(run_dirs: list[str]) -> dict:
@@ -194,7 +227,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-pandas", action="store_true")
     ap.add_argument("--keep-raw", action="store_true",
                     help="keep the text of every line (default: of all but plain writes and acks)")
+    ap.add_argument("--runs", nargs="+", metavar="RUN_DIR",
+                    help="instead: time `hdfs-chaos verify` of these recorded run folders "
+                         "(Spark start-up included) and the checks' fixed planning cost")
     a = ap.parse_args(argv)
+    if a.runs:
+        return bench_runs(a.runs)
     os.environ.setdefault("HDFS_CHAOS_SPARK_MEMORY", "6g")
     from gen_events import generate
 
@@ -216,11 +254,6 @@ def main(argv=None) -> int:
         spark = get_spark()
         spark.range(1).count()
         print(f"spark start-up: {time.perf_counter() - t:.1f}s")
-        from harness.reconcile import jit
-        print("JIT directives: " + (
-            "Spark's planning code, and everything during the checks, kept on C1 "
-            "(HDFS_CHAOS_JIT_DIRECTIVES=0: off)" if jit.keep_planning_on_c1(spark)
-            else "none (turned off, or the JVM refused them)"))
 
         ref0 = _reference_loop()
         cpu0, steal0 = _cpu_seconds(spark), _steal_seconds()
@@ -228,10 +261,8 @@ def main(argv=None) -> int:
         runs = load_runs(dirs, spark, keep_raw=a.keep_raw)
         t_load = time.perf_counter() - t0
         cpu_load = _cpu_seconds(spark) - cpu0
-        kept = ("the dense lines folded into their summaries" if runs.folded is not None
-                else "every line cached")
-        print(f"load (read, parse, {kept}; the rare events are parsed on in the "
-              f"background): {t_load:.1f}s ({cpu_load:.0f} CPU-s)")
+        print(f"load (read, parse, the dense lines folded into their summaries; the rare "
+              f"events are parsed on in the background): {t_load:.1f}s ({cpu_load:.0f} CPU-s)")
         timings: dict = {}
         t1 = time.perf_counter()
         verdicts = verify_loaded(runs, timings)
@@ -239,13 +270,13 @@ def main(argv=None) -> int:
         total = time.perf_counter() - t0
         # after the clock: the verdicts do not need it (every event is in one group of
         # event_stats, which the verdicts built; counting runs.events would read and
-        # parse the dense lines again, when the loader folded them)
+        # parse the dense lines again)
         n_events = runs.event_stats.agg(F.sum("events")).first()[0] or 0
         checks = {k: v for k, v in timings.items()
                   if k not in ("total", "checks_wall", "metrics_expect", "bulk")}
         print("each check (they overlap: two at a time, with metrics + expect): "
               + ", ".join(f"{k} {v:.1f}s" for k, v in checks.items()))
-        print(f"bulk summaries (event spans, ack progress, written ranges; they wait for "
+        print(f"bulk summaries (event spans, ack progress, D2's streams; they wait for "
               f"the rare events) "
               f"{timings['bulk']:.1f}s")
         print(f"checks {timings['checks_wall']:.1f}s wall; metrics + expect "
@@ -262,9 +293,9 @@ def main(argv=None) -> int:
               f"hypervisor; load average now {os.getloadavg()[0]:.1f}")
         print(f"machine speed: a fixed Python loop took {ref0:.2f}s before and "
               f"{_reference_loop():.2f}s after (lower is faster)")
-        jt = _jvm_threads(spark)
-        print("JVM CPU by thread since start-up: " + ", ".join(
-            f"{k} {v:.0f}s" for k, v in jt.items()))
+        plan = planning_seconds(runs)
+        print(f"checks' fixed cost (building and planning their queries): "
+              f"{sum(plan.values()):.1f}s")
         runs.close()
         if not a.no_pandas:
             p = pandas_l1_b2(dirs)

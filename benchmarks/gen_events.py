@@ -24,9 +24,11 @@ from multiprocessing import Pool
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness.reconcile.crc import crc32_of_ranges  # noqa: E402
+from harness.reconcile.crc import _shift_tables, crc32_of_ranges  # noqa: E402
 
 PACKET = 64 * 1024
+# crc32_combine(x, c, PACKET) = SHIFT applied to x, xor c: the writers' running stream_crc
+SHIFT = _shift_tables(PACKET)
 FILES = 4
 BLOCKS = 3
 T0 = 1_790_000_000.0
@@ -87,6 +89,7 @@ def gen_run(args: tuple) -> int:
     files, replicas, readback = [], {dn: [] for dn in ("dn1", "dn2", "dn3", "dn4")}, {}
     t = 0.1
     last_renew = {"c1": 0.0, "c2": 0.0}
+    streams = {"c1": 0, "c2": 0}
     pipeline_done = False
     for fi in range(FILES):
         client = "c1" if fi % 2 == 0 else "c2"
@@ -97,7 +100,11 @@ def gen_run(args: tuple) -> int:
         log.ev(t, client, "client.op.start", op_id=op, op="write", path=path)
         log.ev(t + 0.0001, "nn", "nn.file.create", path=path, holder=holder)
         log.ev(t + 0.0002, "nn", "nn.lease.add", holder=holder, path=path)
-        log.ev(t + 0.0003, client, "client.stream.open", path=path, holder=holder, mode="create")
+        stream = streams[client]
+        streams[client] += 1
+        log.ev(t + 0.0003, client, "client.stream.open", path=path, holder=holder, mode="create",
+               stream=stream, offset=0, content=None)
+        stream_crc = 0        # CRC-32 of the stream's bytes so far (client.write stream_crc)
         last_renew[client] = t
         t += 0.001
         writes = []           # (offset, len, crc) in file order
@@ -130,7 +137,11 @@ def gen_run(args: tuple) -> int:
                     pipeline_done = True
                     t += 0.05
                 c = rng.getrandbits(32)
-                log.ev(t, client, "client.write", path=path, offset=offset, len=PACKET, crc=c)
+                log.ev(t, client, "client.write", path=path, offset=offset, len=PACKET, crc=c,
+                       stream=stream, stream_crc=stream_crc)
+                stream_crc = (SHIFT[0][stream_crc & 0xFF] ^ SHIFT[1][(stream_crc >> 8) & 0xFF]
+                              ^ SHIFT[2][(stream_crc >> 16) & 0xFF] ^ SHIFT[3][stream_crc >> 24]
+                              ^ c)
                 writes.append((offset, PACKET, c))
                 offset += PACKET
                 if p == crash_at:

@@ -67,7 +67,12 @@ CLIENT = {
     "client.pipeline.restart_wait",     # {path, block, dn, timeout}: OOB RESTART ack
     "client.pipeline.restart_timeout",  # {path, block, dn, timeout}: not back in time
     # fields added to contract events: client.pipeline.replace also carries `stage` (the
-    # recovery stage it was decided in; a closing pipeline adds no node) and `reason`
+    # recovery stage it was decided in; a closing pipeline adds no node) and `reason`;
+    # client.stream.open also carries `stream` (the client's number of the output stream,
+    # from 0), `offset` (the file offset the stream starts at) and `content` (the name of
+    # the generator of the bytes written, "workload": minihdfs.workload.Content with
+    # harness.run.start's seed; null when none); client.write also carries `stream` and
+    # `stream_crc` (CRC-32 of the stream's bytes before this write, from its start offset)
 }
 
 HARNESS = {

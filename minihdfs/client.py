@@ -6,6 +6,7 @@ replace-datanode policy), reads with checksum verification, and the LeaseRenewer
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import socket
 import threading
@@ -93,6 +94,10 @@ class DFSClient:
                             conf["ipc.client.rpc-timeout.ms"])
         self.renewer = LeaseRenewer(self)
         self.crc = wire.checksum_fn(conf["dfs.checksum.type"])
+        # the output streams' numbers (client.stream.open/client.write `stream`), and the
+        # name of the generator of the bytes written, when the caller has one (`content`)
+        self.streams = itertools.count()
+        self.content: str | None = None
 
     def nn_call(self, op: str, retries: int = 10, **args):
         """Call the NameNode, retrying while it cannot be reached (ipc.client.connect.max.retries)."""
@@ -252,7 +257,11 @@ class DFSOutputStream:
             self.streamer.setup_append(last)
             self.buffer_block_offset = last["len"]
         client.renewer.begin(path)
-        self.emit("client.stream.open", path=path, holder=client.holder, mode=mode)
+        # stream_crc: the CRC-32 of the bytes written to this stream so far, so that a
+        # verifier can check any prefix of the stream with one CRC combine
+        self.stream, self.stream_crc = next(client.streams), 0
+        self.emit("client.stream.open", path=path, holder=client.holder, mode=mode,
+                  stream=self.stream, offset=self.file_offset, content=client.content)
         self.streamer.start()
 
     # -- application side --------------------------------------------------------------
@@ -265,8 +274,10 @@ class DFSOutputStream:
 
     def write(self, data: bytes) -> None:
         self._check()
+        crc = zlib.crc32(data)
         self.emit("client.write", path=self.path, offset=self.file_offset, len=len(data),
-                  crc=zlib.crc32(data))
+                  crc=crc, stream=self.stream, stream_crc=self.stream_crc)
+        self.stream_crc = zlib.crc32(data, self.stream_crc)
         view = memoryview(data)
         while view:
             block_room = self.block_size - (self.buffer_block_offset + len(self.buffer))

@@ -21,6 +21,11 @@ from .routing import Routes
 PAGE = 64 * 1024
 
 
+# the name client.stream.open gives this generator (`content`): with harness.run.start's
+# seed, Content(seed).get(path, offset, n) is every byte a workload client writes
+CONTENT_NAME = "workload"
+
+
 class Content:
     """The bytes a writer puts at each offset of a path: a function of (seed, path, offset)."""
 
@@ -104,6 +109,7 @@ def run_op(client: DFSClient, content: Content, op: dict, open_streams: list) ->
 def run_workload(client_id: str, routes: Routes, conf: Config, events: EventLog, ops: list[dict],
                  gate_dir: str | None, seed: int, stop: threading.Event) -> int:
     client = DFSClient(client_id, routes, conf, events)
+    client.content = CONTENT_NAME      # the verifier regenerates a write cut mid-way from it
     events.emit("client.start", holder=client.holder)
     content = Content(seed)
     open_streams: list = []

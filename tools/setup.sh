@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Sets up everything hdfs-chaos needs on this machine, idempotently:
-#   - Java 17, a JDK (PySpark needs a JVM; the verifier compiles its line parser with
-#     javac), from Debian's packages when missing, as root,
+#   - Java 17, a runtime for PySpark, from Debian's packages when missing, as root,
 #   - a Python virtualenv in .venv with hdfs-chaos installed (editable) and its test tools,
 #   - Shopify's toxiproxy-server (built with `go install` into tools/bin/),
 #   - with --docker: a Docker engine and mmdebstrap (tools/setup_docker.sh), then the
@@ -21,20 +20,15 @@ say() { echo "setup: $*" >&2; }
 fail() { echo "setup: error: $*" >&2; exit 1; }
 is_root() { [ "$(id -u)" -eq 0 ]; }
 
-# -- Java, for PySpark: a JDK, since the verifier compiles its line parser with javac ---
-if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+# -- Java, for PySpark: a Java 17 runtime (the verifier compiles nothing) ---------------
+if ! command -v java >/dev/null 2>&1; then
   if is_root && command -v apt-get >/dev/null 2>&1; then
-    say "installing Java 17 (openjdk-17-jdk-headless) for PySpark and the verifier's line parser"
+    say "installing Java 17 (openjdk-17-jre-headless) for PySpark"
     DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null || true
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless >/dev/null; then
-      command -v java >/dev/null 2>&1 \
-        || fail "apt-get install openjdk-17-jdk-headless failed, and PySpark needs Java"
-      say "warning: no JDK (apt-get install openjdk-17-jdk-headless failed): the verifier parses every log line with Spark's JSON reader, which is slower"
-    fi
-  elif ! command -v java >/dev/null 2>&1; then
-    fail "Java is missing and PySpark needs it: install a Java 17 JDK (e.g. sudo apt-get install openjdk-17-jdk-headless)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jre-headless >/dev/null \
+      || fail "apt-get install openjdk-17-jre-headless failed, and PySpark needs Java"
   else
-    say "warning: no javac: the verifier parses every log line with Spark's JSON reader, which is slower (install a JDK: sudo apt-get install openjdk-17-jdk-headless)"
+    fail "Java is missing and PySpark needs it: install a Java 17 runtime (e.g. sudo apt-get install openjdk-17-jre-headless)"
   fi
 fi
 

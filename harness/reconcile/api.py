@@ -14,7 +14,6 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import jit
 from .checks import CHECK_IDS, prepare_bulk, run_checks
 from .expect import evaluate_expect, exercised, gather_facts
 from .load import RunSet, load_runs
@@ -38,11 +37,11 @@ def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[dict]:
         return out
 
     # the few queries over the bulk of the events first, with generated code; then the
-    # many small ones (checks, metrics, expect) without, and without C2 (jit.py)
+    # many small ones (checks, metrics, expect) without
     prepare_bulk(runs)
     t_bulk = time.perf_counter() - t0
     # metrics and the expect block's facts are jobs like the checks: run alongside them
-    with session_conf(runs.spark, small_queries(runs.spark)), jit.c1_only(runs.spark), \
+    with session_conf(runs.spark, small_queries(runs.spark)), \
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics") as pool:
         pending = pool.submit(side)
         results = run_checks(runs, timings=timings)

@@ -10,25 +10,35 @@ node, event) or has a field of the wrong type is *malformed*; it is counted and 
 sound envelope still takes part in the checks with that field null. Fields the schema
 does not know ride along in `raw` (the line itself) and `extra_fields()` maps them.
 
-Speed: nearly all lines of a large run are writes and acks (schema.BULK_EVENTS), and
-parsing every line with the full schema of some 70 fields costs about twice a parse with
-the envelope and the few fields those events carry. So every line is parsed once with
-that narrow schema; a bulk event whose keys are provably all among the narrow fields
-(see `_dense`) is kept in that form and nothing is lost; every other line (the protocol
-events the checks look up again and again, and anything unusual) is parsed again in
-full into a small table of its own, which `RunSet.of` scans instead of all lines. The
-narrow parse is the verifier's own scanner (`jvm.BulkLine`) when a JDK could compile it,
-Spark's JSON reader otherwise; both take and give the same lines (tests/verifier/test_load.py).
+How, all of it Spark's own engine (no code of ours in the JVM):
 
-With that scanner the dense lines are not even kept: `jvm.DenseFold` reads every line
-once, gives back those that are not dense, and folds the dense ones into the three
-tables that are all the checks read of them (per-process event stats, per-block ack
-sums, per-file lists of written ranges; `RunSet.folded_part`). At 10 million events
-that took the verification from 77 s and 147 CPU-s to 63 s and 116 CPU-s: building the
-columnar cache of ten million rows, then aggregating it again, was most of the load and
-the bulk summaries (benchmarks/bench_verifier.py; tests/verifier/test_fold.py proves both
-forms give the same tables). `RunSet.bulk` still gives the dense lines, read and parsed
-again, for the rare query that needs them one by one.
+1. One pass over the text. Spark's JSON reader parses every line with the narrow schema
+   (schema.NARROW_SCHEMA: the envelope and the dozen fields of client.write and
+   client.ack, a third of the cost of the full schema). A write or ack whose keys are
+   provably all among those fields (`_dense`) is *dense*: the narrow columns hold it
+   whole.
+2. In that same pass, one grouped aggregation (`_fold`) folds the dense lines into a
+   row per log, process, event, path, block and stream: counts, time spans, byte sums,
+   the greatest ack, each stream's first and last write, sums of `seq`. Spark's partial
+   aggregation does the folding inside each task, so the millions of dense lines never
+   leave it. A line that is not dense is its own group (its text is part of the key):
+   it comes out of the same pass as itself, and is parsed again, in full, into a small
+   table of its own (`rare`), which `RunSet.of` scans instead of all lines.
+3. Everything the checks read of the dense lines is a query over the folded table
+   (`event_stats`, `folded`, `log_stats`); `bulk` (the dense lines one by one) is read
+   and parsed again only if asked for.
+
+Cost (benchmarks/bench_verifier.py, 10 million events, 2 cores): the load takes some
+75 CPU-s, of which Spark's JSON reader is about half (3.5 CPU-us a line with the narrow
+schema); the whole verification some 150 CPU-s. Counting a line's colons with
+translate() instead of replace() cost 58 CPU-s more: keep per-line expressions byte-wise.
+
+Event ids: `eid` = log number << 32 | seq, where the log number is the place of the
+log file among all the RunSet's logs sorted by (run_id, log file name). Any tool can
+recompute it from the run folders; it orders events of equal `ts` by run, log and seq.
+A line without a usable seq (0 <= seq < 2^32) gets log number << 32 | 2^31 | (CRC-32
+of its text mod 2^31) instead (such a log fails integrity check I1 anyway, through
+`log_stats`).
 """
 
 from __future__ import annotations
@@ -48,10 +58,9 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types as T
 
 from minihdfs.config import Config, ConfigError
-from . import jvm
 from .schema import (BULK_EVENTS, CORRUPT, ENVELOPE, EVENT_SCHEMA, FIELDS,
                      FINAL_STATE_SCHEMA, KNOWN_FIELDS, NARROW_SCHEMA)
-from .session import BIG_CACHE, get_spark, is_local, session_conf
+from .session import get_spark, is_local
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +68,9 @@ NAMENODE_HOLDER = "HDFS_NameNode"
 # libyaml's safe loader when PyYAML has it: a suite of thousands of runs reads as many
 # scenario files, ten times faster
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# the prime that log_stats' sum of squared seqs is taken modulo (squares stay in a long)
+SEQ_PRIME = 2147483647
+_NARROW = [f.name for f in NARROW_SCHEMA.fields if f.name != CORRUPT]
 
 
 @dataclasses.dataclass
@@ -76,67 +88,53 @@ class RunInfo:
 
 
 class RunSet:
-    """The loaded runs: cached event and final-state DataFrames plus per-run facts."""
+    """The loaded runs: the folded lines, the rare events, final state and per-run facts."""
 
-    def __init__(self, spark: SparkSession, runs: dict[str, RunInfo], lines: DataFrame,
-                 final: DataFrame, rare_partitions: int | None = None,
-                 folded: DataFrame | None = None):
+    def __init__(self, spark: SparkSession, runs: dict[str, RunInfo], files: list[tuple],
+                 final: DataFrame, keep_raw: bool = False, rare_partitions: int | None = None):
         self.spark = spark
         self.runs = runs
+        self.keep_raw = keep_raw
+        # (run_id, log, log_no, path) of every event file, in log-number order
+        self.files = files
         self._cached: list[DataFrame] = []
         self._memo: dict[str, DataFrame] = {}
         self._memo_locks: dict[str, threading.RLock] = {}
         self._lock = threading.Lock()
-        # Every line once, narrow (see the module docstring); `dense` marks the bulk
-        # events that the narrow columns hold entirely. Built now, at full parallelism
-        # (the rare table coalesces). Or, `folded` (jvm.fold of the same text), only the
-        # lines that are not dense, and the dense ones folded into the summaries that the
-        # checks read of them (`folded_part`): then `lines`, and `bulk`, are read and
-        # parsed again if they are ever asked for, with the same eids.
-        with session_conf(spark, BIG_CACHE):
-            if folded is None:
-                self.lines = self._cache(lines)
-                self.lines.count()
-                others = self.lines.filter(~F.col("dense"))
-            else:
-                self.lines = lines
-                folded = self._cache(folded)
-                folded.count()
-                others = folded.filter(F.col("kind") == jvm.RARE)
-        self.folded = folded
-        bulk = self.lines.filter("dense")
-        self.bulk = bulk.select(
-            "run_id", "log", "eid",
-            *[F.col(n) if n in bulk.columns else F.lit(None).cast(t).alias(n)
-              for n, t in ENVELOPE + FIELDS],
-            F.lit(False).alias("malformed"), "raw")
-        # Every other line, parsed in full: few, so a few partitions, each sorted by
-        # event so that a look-up of some events reads only the column batches that
-        # hold them (the cache keeps each batch's least and greatest value). In local
-        # mode one partition: the checks' joins, windows and aggregates over it then
-        # need no exchange (session.small_queries); the two check threads keep the two
-        # cores busy instead.
+        # the one pass over every line (module docstring), at full parallelism
+        fold = self._cache(_fold(_narrow_lines(_read_text(spark, files))))
+        fold.count()
+        self.fold = fold
+        self.folded = fold.filter(F.col("rare").isNull()).drop("rare")
+        # Every line that is not dense, parsed in full: few, so a few partitions, each
+        # sorted by event so that a look-up of some events reads only the column batches
+        # that hold them (the cache keeps each batch's least and greatest value). In local
+        # mode one partition: the checks' joins, windows and aggregates over it then need
+        # no exchange (session.small_queries); the two check threads keep the two cores
+        # busy instead.
         if rare_partitions is None:
             rare_partitions = 1 if is_local(spark) else spark.sparkContext.defaultParallelism
-        rare = (others.coalesce(rare_partitions)
-                .select("run_id", "log", "eid", "raw",
+        rare = (fold.filter(F.col("rare").isNotNull()).coalesce(rare_partitions)
+                .select("run_id", "log", "log_no",
+                        F.explode(F.array_repeat("rare", F.col("n").cast("int"))).alias("raw"))
+                .select("run_id", "log", "log_no", "raw",
                         F.from_json("raw", EVENT_SCHEMA,
                                     {"columnNameOfCorruptRecord": CORRUPT,
                                      "mode": "PERMISSIVE"}).alias("j")))
-        bad_envelope = (F.col("j.ts").isNull() | F.col("j.node").isNull()
-                        | F.col("j.event").isNull())
+        # Spark's reader takes NaN and Infinity, which JSON does not have: not a time
+        bad_envelope = (F.col("j.ts").isNull() | F.isnan("j.ts")
+                        | (F.abs("j.ts") == float("inf"))
+                        | F.col("j.node").isNull() | F.col("j.event").isNull())
         malformed = F.col(f"j.{CORRUPT}").isNotNull() | bad_envelope
         rare = rare.select(
-            "run_id", "log", "eid", *[F.col(f"j.{n}").alias(n) for n, _ in ENVELOPE + FIELDS],
+            "run_id", "log", _eid(F.col("log_no"), F.col("j.seq"), F.col("raw")).alias("eid"),
+            *[F.col(f"j.{n}").alias(n) for n, _ in ENVELOPE + FIELDS],
             F.coalesce(bad_envelope, F.lit(True)).alias("bad_envelope"),
             F.coalesce(malformed, F.lit(True)).alias("malformed"), "raw"
         ).sortWithinPartitions("event")
         # That table is built in the background: in local mode it is one task, which
-        # leaves a core free for what needs only the bulk lines (RunSet.bulk_stats)
-        # and for final_state.json. Whatever reads the rare events waits for it
-        # (`rare_lines`, `rare`, `events`, `malformed`). Its query is planned in that
-        # thread, so a runtime setting that the caller changes at once (session_conf)
-        # may apply to it: none of them changes its rows.
+        # leaves a core free for what needs only the folded lines (the bulk summaries)
+        # and for final_state.json. Whatever reads the rare events waits for it.
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rare-events")
         self._rare_built = pool.submit(self._build_rare, rare)
         pool.shutdown(wait=False)
@@ -150,7 +148,6 @@ class RunSet:
         self._rare_lines = self._cache(rare)
         self._rare_lines.count()
         self._rare = self._rare_lines.filter(~F.col("bad_envelope")).drop("bad_envelope")
-        self._events = self.bulk.unionByName(self._rare)
         self._malformed = (self._rare_lines.filter(F.col("malformed"))
                            .select("run_id", "log", "seq", "raw"))
 
@@ -164,9 +161,44 @@ class RunSet:
     rare_lines = _after_rare("_rare_lines", "Every line but the dense ones, parsed in full "
                              "(bad_envelope and malformed marked).")
     rare = _after_rare("_rare", "The events that are not dense bulk lines, with every field.")
-    events = _after_rare("_events", "Every event: the dense bulk lines and the rare events.")
     malformed = _after_rare("_malformed", "run_id, log, seq, raw of every malformed line.")
     del _after_rare
+
+    @property
+    def bulk(self) -> DataFrame:
+        """The dense lines one by one (run_id, log, eid, every field, malformed, raw):
+        the text is read and parsed again by every query over it (nothing is kept: the
+        checks read the folded table; a query here usually wants a few of the lines).
+        `raw` is null unless the runs were loaded with keep_raw (a dense line has no
+        field the schema lacks)."""
+        def build():
+            lines = _narrow_lines(_read_text(self.spark, self.files)).filter("dense")
+            return lines.select(
+                "run_id", "log", _eid(F.col("log_no"), F.col("seq"), F.col("value")).alias("eid"),
+                *[F.col(n) if n in _NARROW else F.lit(None).cast(t).alias(n)
+                  for n, t in ENVELOPE + FIELDS],
+                F.lit(False).alias("malformed"),
+                (F.col("value") if self.keep_raw else F.lit(None).cast("string")).alias("raw"))
+        return self._memo_of("bulk", build)
+
+    def lines_of(self, logs: set[tuple[str, str]], event: str | None = None) -> DataFrame:
+        """The lines of some logs, read again and parsed narrowly (run_id, log, log_no,
+        value, the narrow fields, dense): `logs` holds (run_id, log) pairs; a pair that
+        names no log file (a node that logged elsewhere) reads every log of its run.
+        `event`: only lines whose text holds that name are parsed (the others cannot be
+        that event)."""
+        names = {(rid, name) for rid, name, _, _ in self.files}
+        runs_whole = {rid for rid, name in logs if (rid, name) not in names}
+        picked = [f for f in self.files if (f[0], f[1]) in logs or f[0] in runs_whole]
+        text = _read_text(self.spark, picked)
+        if event is not None:
+            text = text.filter(F.col("value").contains(event))
+        return _narrow_lines(text)
+
+    @property
+    def events(self) -> DataFrame:
+        """Every event: the dense bulk lines (read again, see `bulk`) and the rare events."""
+        return self.bulk.unionByName(self.rare)
 
     # -- caching -------------------------------------------------------------------
     def _keep(self, df: DataFrame) -> DataFrame:
@@ -179,14 +211,10 @@ class RunSet:
         return df
 
     def _cache(self, df: DataFrame) -> DataFrame:
-        """`df` cached in columns (memory, spilling to disk) on first use: for the big
-        tables, the lines and the rare events. The column batches stay Java objects:
-        PySpark's MEMORY_AND_DISK is the *serialized* level (Scala's default, which
-        DataFrame.cache() uses, is not), with which every scan deserialized all the
-        batches of the table again, also the rare table's for each of the checks'
-        look-ups, and the load serialized them. At 10 million events
-        (benchmarks/bench_verifier.py) the verification took 66.5 s instead of 80-91 s,
-        and 217 CPU-s in all instead of 245-260."""
+        """`df` cached in columns (memory, spilling to disk) on first use. The column
+        batches stay Java objects: PySpark's MEMORY_AND_DISK is the *serialized* level,
+        with which every scan deserialized all the batches again (at 10 million events
+        66.5 s instead of 80-91 s for the whole verification)."""
         df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         self._cached.append(df)
         return df
@@ -195,11 +223,14 @@ class RunSet:
         """A derived DataFrame shared by several checks, computed once and kept. Checks
         run in several threads: the first to ask for a table builds it, the others wait
         for that one only."""
+        return self._memo_of(key, lambda: self._keep(build()))
+
+    def _memo_of(self, key: str, make: Callable[[], DataFrame]) -> DataFrame:
         with self._lock:
             lock = self._memo_locks.setdefault(key, threading.RLock())
         with lock:
             if key not in self._memo:
-                self._memo[key] = self._keep(build())
+                self._memo[key] = make()
             return self._memo[key]
 
     def close(self) -> None:
@@ -267,17 +298,17 @@ class RunSet:
 
     @property
     def fs_readback(self) -> DataFrame:
-        """run_id, path, len, crc: each file as a client read it back."""
+        """run_id, path, len, crc, error: each file as a client read it back (len and crc
+        null, error set, when the read failed)."""
         return self.memo("fs_readback", lambda: self.final
                          .select("run_id", F.explode("readback").alias("path", "r"))
-                         .select("run_id", "path", "r.len", "r.crc"))
+                         .select("run_id", "path", "r.len", "r.crc", "r.error"))
 
     # -- per-run facts ---------------------------------------------------------------
     @property
     def event_stats(self) -> DataFrame:
         """run_id, node, role, event, events, first_ts, last_ts, len_sum: per process and
-        event name, from the one pass over every event that the per-run facts need (the
-        bulk lines' part, `bulk_stats`, can run while the rare events are parsed)."""
+        event name (the dense lines' part, `bulk_stats`, from the folded table)."""
         def build():
             keys = ["run_id", "node", "role", "event"]
             return (self.bulk_stats.unionByName(_event_stats(self.rare)).groupBy(*keys)
@@ -288,54 +319,47 @@ class RunSet:
     @property
     def bulk_stats(self) -> DataFrame:
         """event_stats of the dense bulk lines alone."""
-        def build():
-            part = self.folded_part(jvm.STATS)
-            if part is None:
-                return _event_stats(self.bulk)
-            return part.groupBy("run_id", "node", "role", "event").agg(
-                F.sum("events").alias("events"), F.min("first_ts").alias("first_ts"),
-                F.max("last_ts").alias("last_ts"), F.sum("len_sum").alias("len_sum"))
-        return self.memo("bulk_stats", build)
+        return self.memo("bulk_stats", lambda: self.folded.groupBy(
+            "run_id", "node", "role", "event").agg(
+                F.sum("n").alias("events"), F.min("first_ts").alias("first_ts"),
+                F.max("last_ts").alias("last_ts"), F.sum("len_sum").alias("len_sum")))
 
     @property
     def log_stats(self) -> DataFrame:
-        """run_id, log (file stem), node, lines, malformed, min_seq, max_seq, seq_ok: one
-        row per event log of every run (an empty log too), for check I1. seq_ok: the seqs
-        of its lines are exactly min_seq..max_seq, each once (lines without a seq aside:
-        those are malformed). The simple form: it reads every line again."""
+        """run_id, log, node, lines, malformed, min_seq, max_seq, seq_ok: one row per event
+        file (an empty file too). `node` is the node its lines name (null if none),
+        `lines` counts every line, malformed ones included. seq_ok: every line that is
+        not malformed has a seq, and the seqs of the log are exactly min_seq..max_seq,
+        each once (count, sum, and sum of squares mod SEQ_PRIME of the seqs; true for a
+        log without lines)."""
         def build():
-            # the narrow parse gives the seq of the dense lines only; the others' comes
-            # from their full parse
-            cols = ["run_id", "log", "node", "seq"]
-            every = (self.lines.filter("dense").select(*cols)
-                     .unionByName(self.rare_lines.select(*cols)))
-            per_log = every.groupBy("run_id", "log").agg(
-                F.count(F.lit(1)).alias("lines"), F.min("node").alias("node"),
-                F.min("seq").alias("min_seq"), F.max("seq").alias("max_seq"),
-                F.count("seq").alias("_n"), F.countDistinct("seq").alias("_d"))
-            bad = self.malformed.groupBy("run_id", "log").agg(
-                F.count(F.lit(1)).alias("malformed"))
-            names = [(rid, os.path.basename(f)[:-len(".jsonl")])
-                     for rid, info in self.runs.items() for f in info.event_files]
-            logs = self.spark.createDataFrame(names, "run_id string, log string")
-            j = (logs.join(per_log, ["run_id", "log"], "left")
-                 .join(bad, ["run_id", "log"], "left"))
-            seq_ok = F.coalesce((F.col("_n") == F.col("_d"))
-                                & (F.col("max_seq") - F.col("min_seq") + 1 == F.col("_d")),
-                                F.col("_n") == 0, F.lit(True))
-            return j.select("run_id", "log", "node",
-                            F.coalesce("lines", F.lit(0)).cast("long").alias("lines"),
-                            F.coalesce("malformed", F.lit(0)).cast("long").alias("malformed"),
-                            "min_seq", "max_seq", seq_ok.alias("seq_ok"))
+            per = self.fold.groupBy("log_no").agg(
+                F.sum("n").alias("lines"), F.min("node").alias("node"),
+                F.sum("n_seq").alias("n_seq"), F.min("min_seq").alias("min_seq"),
+                F.max("max_seq").alias("max_seq"), F.try_sum("sum_seq").alias("sum_seq"),
+                F.try_sum("sq_seq").alias("sq_seq"),
+                F.sum(F.when(F.col("sum_seq").isNull() & (F.col("n_seq") > 0), 1)
+                      .otherwise(0)).alias("overflow"))
+            # by run too: every run has its own dn1.jsonl
+            bad = self.rare_lines.groupBy("run_id", "log").agg(
+                F.sum(F.col("malformed").cast("int")).alias("malformed"),
+                F.sum((~F.col("malformed") & F.col("seq").isNull()).cast("int")).alias("no_seq"))
+            got = {r["log_no"]: r for r in per.collect()}
+            bad_of = {(r["run_id"], r["log"]): r for r in bad.collect()}
+            rows = []
+            for run_id, log_name, no, _ in self.files:
+                g, b = got.get(no), bad_of.get((run_id, log_name))
+                malformed = int(b["malformed"]) if b else 0
+                if g is None:
+                    rows.append((run_id, log_name, None, 0, 0, None, None, True))
+                    continue
+                rows.append((run_id, log_name, g["node"], int(g["lines"]), malformed,
+                             g["min_seq"], g["max_seq"],
+                             (b is None or not b["no_seq"]) and not g["overflow"]
+                             and _seqs_ok(g["n_seq"], g["min_seq"], g["max_seq"],
+                                          g["sum_seq"], g["sq_seq"])))
+            return self.spark.createDataFrame(rows, LOG_STATS_SCHEMA)
         return self.memo("log_stats", build)
-
-    def folded_part(self, kind: int) -> DataFrame | None:
-        """The partial summaries of the dense lines of one `kind` (jvm.STATS, ACKS,
-        WRITES) that the loader folded them into, a row per key and partition (see
-        DenseFold.java for their columns); None when the loader kept the lines instead."""
-        if self.folded is None:
-            return None
-        return self.folded.filter(F.col("kind") == kind)
 
     @property
     def node_facts(self) -> DataFrame:
@@ -354,7 +378,8 @@ class RunSet:
                               F.max("last_ts").alias("end_ts")))
 
     def of(self, *names: str) -> DataFrame:
-        """The events with one of these names (the rare ones from their small table)."""
+        """The events with one of these names (the rare ones from their small table; a
+        bulk name reads the dense lines again, see `bulk`)."""
         names = list(names)
         rare = self.rare.filter(F.col("event").isin(names))
         bulk = [n for n in names if n in BULK_EVENTS]
@@ -381,6 +406,27 @@ class RunSet:
                 d = out.setdefault(rid, {"count": 0, "sample": []})
                 d.setdefault("warnings", []).append(w_)
         return out
+
+
+LOG_STATS_SCHEMA = T.StructType([
+    T.StructField("run_id", T.StringType()), T.StructField("log", T.StringType()),
+    T.StructField("node", T.StringType()), T.StructField("lines", T.LongType()),
+    T.StructField("malformed", T.LongType()), T.StructField("min_seq", T.LongType()),
+    T.StructField("max_seq", T.LongType()), T.StructField("seq_ok", T.BooleanType())])
+
+
+def _seqs_ok(n: int, lo: int | None, hi: int | None, total: int | None,
+             squares: int | None) -> bool:
+    """True when n seqs whose least is lo, greatest hi, sum total and sum of squares
+    (mod SEQ_PRIME) squares are lo..hi, each once (exact big-integer arithmetic here)."""
+    if not n:
+        return lo is None
+    if hi - lo + 1 != n or total is None or squares is None:
+        return False
+    def sq(k: int) -> int:      # 0^2 + ... + k^2
+        return k * (k + 1) * (2 * k + 1) // 6 if k >= 0 else -sq(-k - 1)
+    want_sq = (sq(hi) - sq(lo - 1)) % SEQ_PRIME
+    return total == (lo + hi) * n // 2 and squares % SEQ_PRIME == want_sq
 
 
 def _event_stats(events: DataFrame) -> DataFrame:
@@ -462,15 +508,9 @@ def read_run_info(run_dir: str) -> RunInfo:
 
 
 def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
-              keep_raw: bool = False, fold: bool | None = None) -> RunSet:
-    """Read the given run folders into one RunSet (Spark reads and parses them now).
-
-    `raw` holds the text of every line except the bulk events whose keys are all known
-    and set (those have no unknown field to keep); `keep_raw` keeps theirs too.
-    `fold` (default: unless `keep_raw`, when the verifier's JVM code is loaded) keeps
-    only the summaries of the dense lines that the checks read (jvm.DenseFold), not the
-    lines themselves.
-    """
+              keep_raw: bool = False) -> RunSet:
+    """Read the given run folders into one RunSet (Spark reads, parses and folds the
+    lines now). `keep_raw` keeps the text of the dense lines in `RunSet.bulk` too."""
     spark = spark or get_spark()
     infos: dict[str, RunInfo] = {}
     for d in run_dirs:
@@ -480,18 +520,26 @@ def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
                              f"({infos[info.run_id].run_dir} and {info.run_dir}); "
                              "run ids must be unique")
         infos[info.run_id] = info
-    files = [f for info in infos.values() for f in info.event_files]
-    if fold is None:
-        fold = not keep_raw and jvm.available(spark)
-    if fold and keep_raw:
-        raise ValueError("fold keeps no text of the dense lines: it cannot go with keep_raw")
-    if fold and not jvm.available(spark):
-        raise ValueError("fold needs the verifier's JVM code, which is not loaded "
-                         "(a JDK's javac builds it; HDFS_CHAOS_FAST_PARSE=0 turns it off)")
-    text = _read_text(spark, files)
-    return RunSet(spark, infos, _read_lines(spark, text, keep_raw),
+    logs = sorted((info.run_id, _log_name(f), f) for info in infos.values()
+                  for f in info.event_files)
+    files = [(rid, name, no, path) for no, (rid, name, path) in enumerate(logs)]
+    return RunSet(spark, infos, files,
                   _read_final(spark, [i.run_dir for i in infos.values() if i.has_final_state]),
-                  folded=jvm.fold(text) if fold else None)
+                  keep_raw=keep_raw)
+
+
+def _log_name(path: str) -> str:
+    name = os.path.basename(path)
+    return name[:-len(".jsonl")] if name.endswith(".jsonl") else name
+
+
+def _eid(log_no: Column, seq: Column, text: Column) -> Column:
+    """The event id of a line (module docstring): log_no << 32 | seq, or for a line
+    without a usable seq, log_no << 32 | 2^31 | (CRC-32 of its text mod 2^31)."""
+    usable = seq.isNotNull() & (seq >= 0) & (seq < F.lit(1 << 32))
+    base = log_no.cast("long") * F.lit(1 << 32)
+    return F.when(usable, base + seq).otherwise(
+        base + F.lit(1 << 31) + F.pmod(F.crc32(F.coalesce(text, F.lit(""))), F.lit(1 << 31)))
 
 
 def _path_part(col: str, index: int):
@@ -503,85 +551,121 @@ def _path_part(col: str, index: int):
                   ).otherwise(part)
 
 
+def _uri_forms(uri: str) -> set[str]:
+    # inputFiles() writes a local file file:///x, _metadata.file_path file:/x
+    return {uri, re.sub(r"^([a-z][a-z0-9+.-]*):///", r"\1:/", uri)}
+
+
 def _file_parts(spark: SparkSession, df: DataFrame, suffix: str = "", **parts: int
                 ) -> DataFrame:
     """`file` (a file URI as `_metadata.file_path` gives it) and, for each name in
     `parts`, the part of the path at that index from the end (less `suffix` at its
     end), for every file `df` reads. Joined on `file`, it names the rows of a file
-    once per file: cutting the parts out of every row's path took an eighth of the
-    load's CPU at 10 million events (JFR profile, benchmarks/bench_verifier.py)."""
+    once per file instead of cutting the parts out of every row's path."""
     rows = []
     for uri in df.inputFiles():
         names = urllib.parse.unquote(urllib.parse.urlsplit(uri).path).split("/")
         picked = [names[i] if len(names) >= -i else None for i in parts.values()]
         picked = [p[:-len(suffix)] if suffix and p and p.endswith(suffix) else p
                   for p in picked]
-        # inputFiles() writes a local file file:///x, _metadata.file_path file:/x
-        for form in {uri, re.sub(r"^([a-z][a-z0-9+.-]*):///", r"\1:/", uri)}:
+        for form in _uri_forms(uri):
             rows.append((form, *picked))
     return spark.createDataFrame(rows, T.StructType(
         [T.StructField("file", T.StringType())]
         + [T.StructField(name, T.StringType()) for name in parts]))
 
 
-def _dense(value: Column, parsed: str, fields: list[str]) -> Column:
+_TEXT_NAMES = T.StructType([T.StructField("file", T.StringType()),
+                            T.StructField("run_id", T.StringType()),
+                            T.StructField("log", T.StringType()),
+                            T.StructField("log_no", T.IntegerType())])
+
+
+def _read_text(spark: SparkSession, files: list[tuple]) -> DataFrame:
+    """run_id, log, log_no, value: every line of `files` ((run_id, log, log_no, path),
+    load_runs), named by its run, log file and log number."""
+    if not files:
+        return spark.createDataFrame([], "run_id string, log string, log_no int, value string")
+    read = spark.read.text([f[3] for f in files])
+    by_path = {os.path.abspath(path): (rid, name, no) for rid, name, no, path in files}
+    rows = []
+    for uri in read.inputFiles():
+        known = by_path.get(os.path.abspath(urllib.parse.unquote(urllib.parse.urlsplit(uri).path)))
+        if known is not None:
+            rows += [(form, *known) for form in _uri_forms(uri)]
+    names = spark.createDataFrame(rows, _TEXT_NAMES)
+    # a file Spark names otherwise (a link?) keeps its lines, named from its path
+    return (read.select("value", F.col("_metadata.file_path").alias("file"))
+            .join(F.broadcast(names), "file", "left")
+            .select(F.coalesce("run_id", _path_part("file", -3)).alias("run_id"),
+                    F.coalesce("log", F.regexp_replace(_path_part("file", -1), r"\.jsonl$", ""))
+                    .alias("log"), "log_no", "value"))
+
+
+def _dense(value: Column, parsed: str) -> Column:
     """True when the line `value`, parsed into the struct column `parsed` with the narrow
     schema, is a bulk event that those fields hold entirely: it parsed cleanly, has the
-    envelope, and has no other key. The last is proved by counting: every key of a JSON
-    object is followed by one colon, so a line has at least as many colons as keys, and
-    at least as many keys as non-null fields; equal counts leave no room for another key
-    (a colon in a string, a nested object, a null or a repeated key only make a line
-    count as not dense, and be parsed in full)."""
-    colons = F.size(F.split(value, ":", -1)) - 1
-    set_fields = sum((F.col(f"{parsed}.{n}").isNotNull().cast("int") for n in fields), F.lit(0))
+    envelope and a usable seq, and has no other key. The last is proved by counting:
+    every key of a JSON object is followed by one colon, so a line has at least as many
+    colons as keys, and at least as many keys as non-null fields; equal counts leave no
+    room for another key (a colon in a string, a nested object, a null or a repeated key
+    only make a line count as not dense, and be parsed in full)."""
+    # bytes, not characters: a colon is one byte, and a byte count costs nothing
+    colons = F.octet_length(value) - F.octet_length(F.replace(value, F.lit(":"), F.lit("")))
+    set_fields = sum((F.col(f"{parsed}.{n}").isNotNull().cast("int") for n in _NARROW),
+                     F.lit(0))
+    seq, ts = F.col(f"{parsed}.seq"), F.col(f"{parsed}.ts")
     return (F.col(f"{parsed}.event").isin(list(BULK_EVENTS))
             & F.col(f"{parsed}.{CORRUPT}").isNull()
-            & F.col(f"{parsed}.ts").isNotNull() & F.col(f"{parsed}.node").isNotNull()
+            # Spark's reader ignores text after the object, and takes NaN and Infinity
+            & F.rtrim(value).endswith("}")
+            & ts.isNotNull() & ~F.isnan(ts) & (F.abs(ts) != float("inf"))
+            & F.col(f"{parsed}.node").isNotNull()
+            & (seq >= 0) & (seq < F.lit(1 << 32))
             & (colons == set_fields))
 
 
-def _read_text(spark: SparkSession, files: list[str]) -> DataFrame:
-    """run_id, log, value: every line of `files`, named by its run folder and log file."""
-    if files:
-        read = spark.read.text(files)
-        names = _file_parts(spark, read, ".jsonl", _run=-3, _log=-1)
-        text = (read.select("value", F.col("_metadata.file_path").alias("file"))
-                .join(F.broadcast(names), "file", "left"))
-    else:
-        text = spark.createDataFrame([], "value string, file string, _run string, _log string")
-    return text.select(
-        F.coalesce("_run", _path_part("file", -3)).alias("run_id"),
-        F.coalesce("_log", F.regexp_replace(_path_part("file", -1), r"\.jsonl$", "")).alias("log"),
-        "value")
+def _narrow_lines(text: DataFrame) -> DataFrame:
+    """run_id, log, log_no, value, the narrow fields and `dense` of every line of `text`."""
+    parsed = F.from_json("value", NARROW_SCHEMA,
+                         {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"})
+    return (text.select("run_id", "log", "log_no", "value", parsed.alias("j"))
+            .select("run_id", "log", "log_no", "value",
+                    *[F.col(f"j.{n}").alias(n) for n in _NARROW],
+                    F.coalesce(_dense(F.col("value"), "j"), F.lit(False)).alias("dense")))
 
 
-def _read_lines(spark: SparkSession, text: DataFrame, keep_raw: bool,
-                fast: bool | None = None) -> DataFrame:
-    """run_id, log, eid, the envelope and narrow fields, dense, raw: every line of `text`
-    (`_read_text`) once.
+def _fold(lines: DataFrame) -> DataFrame:
+    """The one grouped aggregation of every line (module docstring, 2): a row per log,
+    process, event, path, block and stream of the dense lines, and a row per distinct
+    text of the other lines (`rare`: the text; `n`: how many times the log holds it).
 
-    The narrow fields are those of the dense lines (the others are parsed again in
-    full). `fast` (default: when it is loaded) finds and parses the dense lines with the
-    verifier's own scanner (jvm.BulkLine), which takes a fifth of the time of Spark's
-    JSON reader; without it, the JSON reader and `_dense` do."""
-    fields = [f.name for f in NARROW_SCHEMA.fields if f.name != CORRUPT]
-    if fast is None:
-        fast = jvm.available(spark)
-    if fast:
-        parsed = F.call_udf(jvm.UDF_NAME, F.col("value"))
-    else:
-        parsed = F.from_json("value", NARROW_SCHEMA,
-                             {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"})
-    parsed = text.select("run_id", "log", parsed.alias("j"), "value")
-    dense = (F.col("j.dense") if fast
-             else F.coalesce(_dense(F.col("value"), "j", fields), F.lit(False)))
-    # the eid of a line is its place in its partition of `text`: jvm.DenseFold gives
-    # the lines it folds the same
-    return parsed.select(
-        "run_id", "log", F.monotonically_increasing_id().alias("eid"),
-        *[F.col(f"j.{n}").alias(n) for n in fields],
-        dense.alias("dense"),
-        (F.col("value") if keep_raw else F.when(~dense, F.col("value"))).alias("raw"))
+    Every aggregate keeps a fixed-width buffer (counts, sums, least/greatest, max_by),
+    so Spark folds in a hash map in each task before the shuffle. For a stream's writes
+    (offsets grow along a stream): the first and last offset, the end of the last write
+    and its len, crc and stream_crc, the least stream_crc."""
+    dense = F.col("dense")
+    key = lambda c: F.when(dense, F.col(c))     # noqa: E731 -- the grouping of dense lines
+    seq = F.col("seq")
+    sq = F.pmod(F.pmod(seq, F.lit(SEQ_PRIME)) * F.pmod(seq, F.lit(SEQ_PRIME)), F.lit(SEQ_PRIME))
+    off = F.col("offset")
+    return lines.groupBy(
+        "run_id", "log", "log_no", F.col("node"), F.col("role"), F.col("event"),
+        key("path").alias("path"), key("block").alias("block"), key("stream").alias("stream"),
+        F.when(~dense, F.col("value")).alias("rare"),
+    ).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.count(seq).alias("n_seq"), F.min(seq).alias("min_seq"), F.max(seq).alias("max_seq"),
+        F.try_sum(seq).alias("sum_seq"), F.try_sum(sq).alias("sq_seq"),
+        F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
+        F.try_sum("len").alias("len_sum"), F.max("acked").alias("max_acked"),
+        F.min(off).alias("first_off"), F.max(off).alias("last_off"),
+        F.max(F.try_add(off, F.col("len"))).alias("end_off"),
+        F.max_by("len", off).alias("last_len"), F.max_by("crc", off).alias("last_crc"),
+        F.max_by("stream_crc", off).alias("last_stream_crc"),
+        F.min_by("stream_crc", off).alias("first_stream_crc"),
+        F.count("stream_crc").alias("n_stream_crc"),
+    )
 
 
 def _read_final(spark: SparkSession, run_dirs: list[str]) -> DataFrame:

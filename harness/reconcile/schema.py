@@ -60,6 +60,8 @@ FIELDS = [
     ("hflushed", T.BooleanType()), ("decision", T.StringType()),
     ("new_node", T.StringType()), ("seqno", T.LongType()), ("op_id", T.StringType()),
     ("client", T.StringType()),
+    # client, added by hdfs-chaos (README "Event fields added by hdfs-chaos")
+    ("stream", T.LongType()), ("stream_crc", T.LongType()), ("content", T.StringType()),
     # harness
     ("scenario", T.StringType()), ("seed", T.LongType()), ("fault", T.StringType()),
     ("kind", T.StringType()), ("params", T.StringType()), ("waited", T.DoubleType()),
@@ -72,7 +74,8 @@ KNOWN_FIELDS = frozenset(name for name, _ in ENVELOPE + FIELDS)
 # carry. Every line is first parsed with the narrow schema (the envelope and these
 # fields), which costs a third of the full one; only the other lines are parsed in full.
 BULK_EVENTS = ("client.write", "client.ack")
-NARROW_FIELDS = ("path", "block", "offset", "len", "crc", "seqno", "acked")
+NARROW_FIELDS = ("path", "block", "offset", "len", "crc", "seqno", "acked", "stream",
+                 "stream_crc")
 NARROW_SCHEMA = T.StructType(
     [T.StructField(n, t) for n, t in ENVELOPE]
     + [T.StructField(n, t) for n, t in FIELDS if n in NARROW_FIELDS]
@@ -110,6 +113,7 @@ FINAL_STATE_SCHEMA = T.StructType([
     T.StructField("readback", T.MapType(T.StringType(), T.StructType([
         T.StructField("len", T.LongType()),
         T.StructField("crc", T.LongType()),
+        T.StructField("error", T.StringType()),
     ]))),
     T.StructField(CORRUPT, T.StringType()),
 ])

@@ -14,8 +14,6 @@ import os
 import sys
 import threading
 
-from . import jit, jvm
-
 DEFAULT_MASTER = "local[2]"
 _lock = threading.Lock()
 _spark = None
@@ -76,10 +74,6 @@ def _builder(master: str):
             raise RuntimeError(f"HDFS_CHAOS_SPARK_CONF: {item!r} is not KEY=VALUE "
                                "(separate settings with ';')")
         user[key.strip()] = value.strip()
-    # the loader's fast line parser (reconcile/jvm), beside any jars the user adds
-    fast = jvm.jar()
-    if fast:
-        user["spark.jars"] = ",".join(filter(None, [user.get("spark.jars"), fast]))
     for key, value in user.items():
         b = b.config(key, value)
     if local:
@@ -124,9 +118,6 @@ def get_spark(master: str | None = None, log_path: str | None = None):
                 f"{_last_line(log_path)}. The verifier needs Java 17+ on PATH (or JAVA_HOME) "
                 f"and pyspark installed: pip install pyspark") from exc
         spark.sparkContext.setLogLevel("ERROR")
-        if jvm.jar():       # built (or found) when the session was made: no second warning
-            jvm.register(spark)
-        jit.keep_planning_on_c1(spark)
         _spark, _master = spark, wanted
         atexit.register(stop_spark)
         return spark
@@ -178,15 +169,6 @@ def small_queries(spark) -> dict[str, str]:
     otherwise idle."""
     return {**SMALL_QUERIES, "spark.sql.shuffle.partitions": "1"} if is_local(spark) \
         else dict(SMALL_QUERIES)
-
-
-# The one big cached table (every line, narrow): uncompressed column batches of 100k
-# rows build in about three quarters of the time of compressed 10k ones, at the cost of
-# memory (it spills to disk when the heap is short).
-BIG_CACHE = {
-    "spark.sql.inMemoryColumnarStorage.compressed": "false",
-    "spark.sql.inMemoryColumnarStorage.batchSize": "100000",
-}
 
 
 def stop_spark() -> None:

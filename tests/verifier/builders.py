@@ -19,6 +19,8 @@ from typing import Callable
 
 import yaml
 
+from minihdfs.workload import CONTENT_NAME, Content
+
 T0 = 1_700_000_000.0
 C1 = "DFSClient_c1_100"
 C2 = "DFSClient_c2_200"
@@ -32,14 +34,21 @@ def role_of(node: str) -> str:
     return "datanode" if node.startswith("dn") else "client"
 
 
+SEED = 1        # harness.run.start's seed in every hand-written run (`start`)
+
+
 def data(path: str, offset: int, length: int) -> bytes:
-    """Deterministic file content: the byte at offset i of `path`."""
-    seed = zlib.crc32(path.encode())
-    return bytes(((seed + i * 31) >> 3) & 0xFF for i in range(offset, offset + length))
+    """Deterministic file content: what a workload client writes at these offsets of
+    `path` with the run's seed (minihdfs.workload.Content, the generator the streams
+    name, so that D2 may regenerate a write cut mid-way)."""
+    return Content(SEED).get(path, offset, length)
 
 
 def crc(path: str, offset: int, length: int) -> int:
     return zlib.crc32(data(path, offset, length))
+
+
+_crc = crc
 
 
 class Run:
@@ -62,6 +71,27 @@ class Run:
         # logged, for the cases that tear a log on purpose
         self.renumber = True
         self.no_events = False
+        # each client's open output stream: (number, path, start offset); and how many
+        self.stream: dict[str, tuple[int, str, int]] = {}
+        self.streams: dict[str, int] = defaultdict(int)
+
+    def open_stream(self, t: float, node: str, path: str, holder: str, mode: str,
+                    offset: int = 0, content: str | None = CONTENT_NAME) -> "Run":
+        """client.stream.open of the client's next stream, from `offset`."""
+        n = self.streams[node]
+        self.streams[node] += 1
+        self.stream[node] = (n, path, offset)
+        return self.ev(t, node, "client.stream.open", path=path, holder=holder, mode=mode,
+                       stream=n, offset=offset, content=content)
+
+    def write_of(self, t: float, node: str, offset: int, length: int,
+                 crc: int | None = None) -> "Run":
+        """client.write of `length` bytes at `offset` on the client's open stream, with
+        the stream fields; `crc` (default: that of data()) may lie about the bytes."""
+        n, path, start = self.stream[node]
+        return self.ev(t, node, "client.write", path=path, offset=offset, len=length,
+                       crc=crc if crc is not None else _crc(path, offset, length), stream=n,
+                       stream_crc=_crc(path, start, offset - start))
 
     def ev(self, t: float, node: str, event: str, **fields) -> "Run":
         rec = {"ts": round(T0 + t, 6), "node": node, "role": role_of(node),
@@ -150,7 +180,7 @@ PIPE = ["dn1", "dn2", "dn3"]
 
 
 def start(r: Run, t: float = 0.0):
-    r.ev(t, "harness", "harness.run.start", scenario=r.scenario["name"], seed=1)
+    r.ev(t, "harness", "harness.run.start", scenario=r.scenario["name"], seed=SEED)
     r.ev(t, "nn", "nn.start")
     for i, dn in enumerate(["dn1", "dn2", "dn3", "dn4"]):
         r.ev(t + 0.01 * (i + 1), dn, "dn.start", replicas=0)
@@ -166,7 +196,7 @@ def open_create(r: Run, t: float, client="c1", holder=C1, path="/f", block=1001,
     r.ev(t + 0.001, client, "client.op.start", op_id=op_id, op="write", path=path)
     r.ev(t + 0.002, "nn", "nn.file.create", path=path, holder=holder)
     r.ev(t + 0.003, "nn", "nn.lease.add", holder=holder, path=path)
-    r.ev(t + 0.004, client, "client.stream.open", path=path, holder=holder, mode="create")
+    r.open_stream(t + 0.004, client, path, holder, "create")
     r.ev(t + 0.005, "nn", "nn.block.allocate", path=path, block=block, gs=gs, pipeline=pipeline,
          holder=holder, excluded=[])
     r.ev(t + 0.006, "nn", "nn.block.state", path=path, block=block, gs=gs, len=0,
@@ -181,8 +211,7 @@ def open_create(r: Run, t: float, client="c1", holder=C1, path="/f", block=1001,
 
 def write(r: Run, t: float, offset: int, length: int, client="c1", path="/f", block=1001,
           block_start: int = 0, ack=True):
-    r.ev(t, client, "client.write", path=path, offset=offset, len=length,
-         crc=crc(path, offset, length))
+    r.write_of(t, client, offset, length)
     if ack:
         r.ev(t + 0.002, client, "client.ack", path=path, block=block, seqno=offset // 512,
              acked=offset + length - block_start)

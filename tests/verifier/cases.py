@@ -7,7 +7,9 @@ status). All runs are loaded and checked together, once per test session.
 
 from __future__ import annotations
 
-from builders import (C1, C2, NEW_PIPE, NNH, PIPE, Run, close, crc, end, final_state, happy,
+import zlib
+
+from builders import (C1, C2, NEW_PIPE, NNH, PIPE, Run, close, crc, data, end, final_state, happy,
                       lease_recovery, open_create, pipeline_recovery, replica, start, write)
 
 CASES: dict = {}
@@ -918,9 +920,9 @@ def _(rid):
     r = lease_recovery(rid)
     r.ev(7.0, "nn", "nn.file.append", path="/f", holder=C2)
     r.ev(7.001, "nn", "nn.lease.add", holder=C2, path="/f")
-    r.ev(7.002, "c2", "client.stream.open", path="/f", holder=C2, mode="append")
+    r.open_stream(7.002, "c2", "/f", C2, "append", offset=512)
     other = 0x5A5A5A5A
-    r.ev(7.1, "c2", "client.write", path="/f", offset=512, len=512, crc=other)
+    r.write_of(7.1, "c2", 512, 512, crc=other)
     r.ev(7.2, "nn", "nn.file.close", path="/f", len=1024, reason="complete")
     r.ev(7.21, "nn", "nn.lease.remove", holder=C2, path="/f", reason="close")
     r.ev(7.22, "c2", "client.close", path="/f", len=1024, ok=True)
@@ -931,13 +933,117 @@ def _(rid):
     return r
 
 
-@case("D2-cut-mid-write", ("D2", "skip"))
+@case("D2-cut-mid-write", ("D2", "pass"))
 def _(rid):
-    """Recovery kept 700 bytes: the second write is cut in its middle, so its CRC cannot
-    be checked (reported unverifiable, not failed)."""
+    """Recovery kept 700 bytes: the second write is cut in its middle; its first 188
+    bytes are regenerated from the stream's content generator and checked."""
+    return lease_recovery(rid, answers=[("dn1", "RBW", 1024), ("dn2", "RBW", 700),
+                                        ("dn3", "RBW", 1024)], final_len=700)
+
+
+def _flip(path: str, length: int, at: int) -> int:
+    """The CRC of data(path, 0, length) with the byte at `at` changed."""
+    b = bytearray(data(path, 0, length))
+    b[at] ^= 0x01
+    return zlib.crc32(bytes(b))
+
+
+@case("D2-cut-mid-write-wrong-byte", ("D2", "fail"))
+def _(rid):
+    """As D2-cut-mid-write, but byte 650 read back (inside the cut write) is not the
+    writer's."""
     r = lease_recovery(rid, answers=[("dn1", "RBW", 1024), ("dn2", "RBW", 700),
                                      ("dn3", "RBW", 1024)], final_len=700)
+    r.final["readback"]["/f"]["crc"] = _flip("/f", 700, 650)
     return r
+
+
+@case("D2-cut-mid-write-no-generator", ("D2", "fail"))
+def _(rid):
+    """A tail cut mid-write whose stream names no content generator: bytes 512..700
+    cannot be checked, which fails D2 (never a silent pass)."""
+    r = lease_recovery(rid, answers=[("dn1", "RBW", 1024), ("dn2", "RBW", 700),
+                                     ("dn3", "RBW", 1024)], final_len=700)
+    return r.edit("client.stream.open", {"node": "c1"}, content=None)
+
+
+def _two_writers(rid: str, second_crc_ok: bool = True) -> Run:
+    """c1 writes /f (1024 bytes) and closes; c2 appends 512 bytes and closes."""
+    r = happy(rid)
+    r.ev(3.0, "c2", "client.start", holder=C2)
+    r.ev(3.001, "nn", "nn.file.append", path="/f", holder=C2)
+    r.ev(3.002, "nn", "nn.lease.add", holder=C2, path="/f")
+    r.open_stream(3.003, "c2", "/f", C2, "append", offset=1024)
+    r.write_of(3.1, "c2", 1024, 512)
+    r.ev(3.2, "nn", "nn.file.close", path="/f", len=1536, reason="complete")
+    r.ev(3.21, "nn", "nn.lease.remove", holder=C2, path="/f", reason="close")
+    r.ev(3.22, "c2", "client.close", path="/f", len=1536, ok=True)
+    r.final["files"][0]["len"] = 1536
+    r.final["readback"]["/f"] = {"len": 1536, "crc": crc("/f", 0, 1536) if second_crc_ok
+                                 else _flip("/f", 1536, 1200)}
+    return r
+
+
+@case("D2-two-writers", ("D2", "pass"))
+def _(rid):
+    return _two_writers(rid)
+
+
+@case("D2-two-writers-wrong-append", ("D2", "fail"))
+def _(rid):
+    """The second writer's appended bytes read back are not what it wrote."""
+    return _two_writers(rid, second_crc_ok=False)
+
+
+def _truncated(rid: str, read_crc_ok: bool = True) -> Run:
+    """c1 writes /f (1024 bytes), then the file is truncated to 700 (mid-write)."""
+    r = happy(rid)
+    r.ev(3.0, "nn", "nn.file.truncate", path="/f", len=700, ok=True)
+    r.final["files"][0]["len"] = 700
+    r.final["readback"]["/f"] = {"len": 700, "crc": crc("/f", 0, 700) if read_crc_ok
+                                 else _flip("/f", 700, 600)}
+    return r
+
+
+@case("D2-truncate", ("D2", "pass"))
+def _(rid):
+    return _truncated(rid)
+
+
+@case("D2-truncate-wrong-content", ("D2", "fail"))
+def _(rid):
+    """After a truncate to 700, byte 600 read back is not the writer's."""
+    return _truncated(rid, read_crc_ok=False)
+
+
+@case("D2-recreated", ("D2", "pass"))
+def _(rid):
+    """/f written, then created anew (overwrite) and written with 300 bytes: only the
+    second stream's bytes count."""
+    r = happy(rid)
+    r.ev(3.0, "nn", "nn.file.create", path="/f", holder=C1)
+    r.open_stream(3.001, "c1", "/f", C1, "create")
+    r.write_of(3.1, "c1", 0, 300)
+    r.final["files"][0]["len"] = 300
+    r.final["readback"]["/f"] = {"len": 300, "crc": crc("/f", 0, 300)}
+    return r
+
+
+@case("D2-readback-error", ("D2", "fail"))
+def _(rid):
+    """The read-back of /f failed: D2 fails for the file instead of dropping it."""
+    r = happy(rid)
+    r.final["readback"]["/f"] = {"len": None, "crc": None,
+                                 "error": "IOException: no live replica of block 1001"}
+    return r
+
+
+@case("D2-writes-without-stream", ("D2", "fail"))
+def _(rid):
+    """Writes logged without `stream`/`stream_crc` (an older writer): the bytes cannot
+    be checked, which fails D2."""
+    r = happy(rid)
+    return r.edit("client.write", {}, stream=None, stream_crc=None)
 
 
 @case("D2-no-readback", ("D2", "skip"), ("D3", "skip"), ("D4", "skip"))

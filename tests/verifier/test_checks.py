@@ -136,3 +136,20 @@ def test_a_killed_process_may_end_its_log_early(case_verdicts):
     assert _status(case_verdicts, "I1-killed-log-ends-early", "I1")["status"] == "pass"
     ev = _status(case_verdicts, "I1-seq-gap", "I1")["evidence"]
     assert [e["node"] for e in ev] == ["dn1"]
+
+
+@pytest.mark.parametrize("run_id,reason", [
+    ("D2-cut-mid-write-wrong-byte", "differs from the CRC"),
+    ("D2-cut-mid-write-no-generator", "names no content generator"),
+    ("D2-two-writers-wrong-append", "differs from the CRC"),
+    ("D2-truncate-wrong-content", "differs from the CRC"),
+    ("D2-readback-error", "read-back failed (IOException"),
+    ("D2-writes-without-stream", "lack `stream`"),
+    ("D2-corrupt", "differs from the CRC"),
+    ("D2-unwritten-tail", "writers wrote only up to offset 1024"),
+])
+def test_d2_evidence_names_why(case_verdicts, run_id, reason):
+    """Each D2 failure fails for its own reason (not for a byte it could not check)."""
+    ev = _status(case_verdicts, run_id, "D2")["evidence"]
+    assert len(ev) == 1 and ev[0]["path"] == "/f"
+    assert reason in ev[0]["why"], ev[0]["why"]

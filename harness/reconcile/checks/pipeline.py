@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, Window, functions as F
 
-from .. import jvm
 from ..load import RunSet
 from .common import (LOG_SLACK_S, Outcome, assign_stream, base, client_streams, first_after,
                      last_before, node_deaths, runs_of, union_all, violation, with_conf)
@@ -83,18 +82,12 @@ def _per_stream_block(acks: DataFrame) -> DataFrame:
 
 def bulk_ack_blocks(runs: RunSet) -> DataFrame:
     """run_id, node, path, block, first_ts, last_ts, max_acked: the dense client.ack
-    lines summed up per client, path and block. Needs no rare event, so prepare_bulk
-    builds it while the loader still parses those."""
-    def build():
-        part = runs.folded_part(jvm.ACKS)       # the loader's sums per partition
-        if part is not None:
-            return part.groupBy(*_ACK_KEYS).agg(
-                F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts"),
-                F.max("max_acked").alias("max_acked"))
-        return (runs.bulk.filter(F.col("event") == "client.ack").groupBy(*_ACK_KEYS)
-                .agg(F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
-                     F.max("acked").alias("max_acked")))
-    return runs.memo("bulk_ack_blocks", build)
+    lines summed up per client, path and block, from the loader's folded table (it
+    needs no rare event, so prepare_bulk builds it while the loader still parses those)."""
+    return runs.memo("bulk_ack_blocks", lambda: (
+        runs.folded.filter(F.col("event") == "client.ack").groupBy(*_ACK_KEYS)
+        .agg(F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts"),
+             F.max("max_acked").alias("max_acked"))))
 
 
 def check_p1(runs: RunSet) -> Outcome:
