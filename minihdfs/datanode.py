@@ -263,8 +263,7 @@ class DataNode:
                       error=type(e).__name__, reason=str(e))
 
     def _sync_block(self, block: int, rid: int, answers: list[dict], new_len: int | None) -> None:
-        rule, length, participants = sync_length(
-            answers, new_len, broken_max=self.conf["test.recovery.length-rule"] == "MAX")
+        rule, length, participants = sync_length(answers, new_len)
         self.emit("dn.recovery.sync", block=block, recovery_id=rid, rule=rule, len=length,
                   answers=[{k: a[k] for k in ("dn", "state", "len", "gs")} for a in answers],
                   pipeline=participants, new_len=new_len)
@@ -420,10 +419,8 @@ class DataNode:
                   stage=stage)
 
 
-def sync_length(answers: list[dict], new_len: int | None, broken_max: bool = False):
-    """syncBlock's length rule (MINIHDFS.md section 3 step 4): (rule, length, participants).
-
-    `broken_max` is the test-only bug of `test.recovery.length-rule: MAX`."""
+def sync_length(answers: list[dict], new_len: int | None):
+    """syncBlock's length rule (MINIHDFS.md section 3 step 4): (rule, length, participants)."""
     if new_len is None and all(a["len"] == 0 for a in answers):
         return "remove", 0, []
     best = max((a for a in answers if a["state"] in STATE_ORDER),
@@ -431,7 +428,6 @@ def sync_length(answers: list[dict], new_len: int | None, broken_max: bool = Fal
     if best is None:
         raise OSError(f"no replica in a recoverable state: {answers}")
     state = best["state"]
-    pick = max if broken_max else min
     if state == FINALIZED:
         finalized = [a for a in answers if a["state"] == FINALIZED]
         length = finalized[0]["len"]
@@ -442,7 +438,7 @@ def sync_length(answers: list[dict], new_len: int | None, broken_max: bool = Fal
                         or (a["state"] == RBW and a["len"] == length)]
     else:
         same = [a for a in answers if a["state"] == state]
-        length = pick(a["len"] for a in same)
+        length = min(a["len"] for a in same)
         rule = "min_rbw" if state == RBW else "min_rwr"
         participants = [a["dn"] for a in same]
     if new_len is not None:
