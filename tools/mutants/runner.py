@@ -156,6 +156,8 @@ def run_job(job: Job, out: str, tag: str = "") -> dict:
             if outcome.status == "interrupted":
                 interrupted = True
                 break
+    if interrupted:   # stop now: a Spark batch would hold Ctrl-C up for a minute
+        raise KeyboardInterrupt
     t_verify = time.monotonic()
     _say(f"{tag}{job.name}: verifying {len(outcomes)} runs")
     verdicts = _verify(outcomes)
@@ -163,7 +165,7 @@ def run_job(job: Job, out: str, tag: str = "") -> dict:
     for o, v in zip(outcomes, verdicts):
         runs.append({"scenario": o.scenario, "run_dir": o.run_dir,
                      "seconds": seconds[o.run_id], **classify_run(v)})
-    record = {"job": job.name, "runs": runs, "interrupted": interrupted,
+    record = {"job": job.name, "runs": runs,
               "run_seconds": round(t_verify - t0, 1),
               "verify_seconds": round(time.monotonic() - t_verify, 1),
               "seconds": round(time.monotonic() - t0, 1)}
@@ -176,8 +178,6 @@ def run_job(job: Job, out: str, tag: str = "") -> dict:
                for r in runs if r["outcome"] in KILLING]
     _say(f"{tag}{job.name}: done in {record['seconds']:.0f}s — "
          + ("failing: " + " ".join(killers) if killers else "every scenario passed"))
-    if interrupted:
-        raise KeyboardInterrupt
     return record
 
 
@@ -364,8 +364,6 @@ def build_report(out: str, jobs: list[Job], command: str, t0: float, t1: float,
             entry.update(classify_mutant(rec["runs"], baseline))
             entry.update(runs=rec["runs"], seconds=rec["seconds"],
                          verify_seconds=rec["verify_seconds"])
-            if rec.get("interrupted") and entry["status"] != "killed":
-                entry["status"] = "incomplete"
         mutants.append(entry)
     counts: dict[str, int] = {}
     for e in mutants:
