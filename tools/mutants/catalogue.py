@@ -52,7 +52,7 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/namenode.py",
         original="if inode.client_name != holder:",
         replacement="if False and inode.client_name != holder:",
-        scenarios=("hard-limit-zombie-writer", "recover-lease-fencing"), checks=("L5",)),
+        scenarios=("zombie-writer-during-append",), checks=("D1",)),
     Mutant(
         name="replace-default-ignores-hflush",
         rule="replace-datanode-on-failure DEFAULT replaces when r >= 3 and (r/2 >= n or hflushed/appended)",
