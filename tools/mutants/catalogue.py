@@ -125,7 +125,7 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/fsdataset.py",
         original="self._stop_writer(replica, stop_timeout)",
         replacement="pass   # mutant: the old writer keeps writing",
-        scenarios=("hard-limit-zombie-writer", "recover-lease-fencing")),
+        scenarios=("recover-lease-mid-block",), checks=("B3", "D3")),
     Mutant(
         name="restart-forgets-leases",
         rule="a NameNode restart restores the leases of files under construction",
@@ -150,6 +150,14 @@ MUTANTS: tuple[Mutant, ...] = (
         original="if gs < info.gs or (state ==",
         replacement="if False and (state ==",
         scenarios=("dn-crash-first-in-pipeline", "dn-restart-during-write")),
+    Mutant(
+        name="dn-ignores-invalidate",
+        rule="a DataNode deletes the replicas the NameNode invalidates (stale GS, excess, corrupt)",
+        seed="seed 004 2.4; MINIHDFS.md 4",
+        file="minihdfs/datanode.py",
+        original='if replica is not None and self.data.invalidate(item["block"], item["gs"]):',
+        replacement="if False:",
+        scenarios=("dn-crash-first-in-pipeline", "dn-restart-during-write"), checks=("P5",)),
     Mutant(
         name="pipeline-keeps-bad-node",
         rule="pipeline recovery removes the bad node from the pipeline",
