@@ -237,7 +237,9 @@ class Runner:
         _say(f"mutants: {len(self.jobs)} jobs, "
              f"{sum(len(j.scenarios) for j in self.jobs)} scenario runs, "
              f"{self.workers} worker(s); output in {self.out}")
-        previous = signal.signal(signal.SIGTERM, lambda s, f: _raise_interrupt())
+        # SIGINT too: a shell that starts us in the background ignores it for us
+        previous = {sig: signal.signal(sig, lambda s, f: _raise_interrupt())
+                    for sig in (signal.SIGTERM, signal.SIGINT)}
         interrupted = False
         try:
             self._start_workers()
@@ -247,7 +249,8 @@ class Runner:
             _say("interrupted: stopping the workers (each tears its cluster down)")
             self._stop_workers()
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             self._stop_workers()
             shutil.rmtree(os.path.join(self.out, "scratch"), ignore_errors=True)
         report = build_report(self.out, self.jobs, self.command, t0, time.time(),
