@@ -99,3 +99,26 @@ def test_no_replacement_under_default_after_hflush_is_caught_by_P2(tmp_path, mut
     verdict = _run(REPLACE, tmp_path, mutant)
     p2 = _check(verdict, "P2")
     assert p2["status"] == expected, p2
+
+
+# Library scenarios whose check a mutant breaks on a real run (python -m tools.mutants
+# run --targeted measured each: the mutant fails the check, the unmutated tree passes).
+LIBRARY_PROOFS = [
+    ("hard-limit-two-writers", "hard-limit-newest-first", "L3"),
+    ("second-writer-before-soft-limit", "soft-limit-ignored", "L2"),
+    ("client-crash-after-hflush", "hflush-skips-ack-wait", "D1"),
+]
+
+
+@pytest.mark.parametrize("scenario,mutant,check_id", LIBRARY_PROOFS,
+                         ids=[f"{c}-{m}" for _, m, c in LIBRARY_PROOFS])
+def test_a_library_scenario_catches_its_mutant(tmp_path, scenario, mutant, check_id):
+    from harness.scenario import load_scenario
+    from tools.mutants.apply import REPO_ROOT
+    loaded = load_scenario(f"{REPO_ROOT}/scenarios/{scenario}.yaml")
+    with mutated_tree(None):
+        clean = run_scenario(loaded, results_dir=str(tmp_path / "unmutated"))
+    with mutated_tree(BY_NAME[mutant]):
+        broken = run_scenario(loaded, results_dir=str(tmp_path / "mutant"))
+    assert _check(clean, check_id)["status"] == "pass", _check(clean, check_id)
+    assert _check(broken, check_id)["status"] == "fail", _check(broken, check_id)

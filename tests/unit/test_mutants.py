@@ -100,6 +100,8 @@ def _verdict(passed=True, failed=(), unmet=(), run_status=None, error=None, chec
     (_verdict(True, run_status="timeout"), "hang", []),      # a verdict may pass a hung run
     (_verdict(False, ["L2"], run_status="timeout"), "hang", ["L2"]),
     (_verdict(False, run_status="error", checks=False), "error", []),
+    # the verdict passed, but the harness saw the cluster never settle (stale replicas)
+    (_verdict(True, run_status="completed"), "error", []),
     (_verdict(False, run_status="interrupted", checks=False), "interrupted", []),
     (_verdict(False, error="the verifier failed: Py4JError", checks=False), "inconclusive", []),
 ])

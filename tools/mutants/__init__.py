@@ -5,6 +5,7 @@ killed, by which scenarios and checks.
 
     python -m tools.mutants list
     python -m tools.mutants check                       # every mutant applies to this tree
+    python -m tools.mutants report --out DIR            # rebuild a report (partial runs too)
     python -m tools.mutants run [--mutants a,b] [--scenarios GLOB...] [--targeted]
                                 [--workers N] [--out results/mutants] [--no-baseline]
 

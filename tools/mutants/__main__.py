@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--no-baseline", action="store_true",
                      help="skip the run of the unmutated tree (then a scenario that fails "
                           "anyway counts as a kill)")
+    rep = sub.add_parser("report", help="rebuild report.md/json of an output folder "
+                                        "(also of a run still going or interrupted)")
+    rep.add_argument("--out", default=os.path.join("results", "mutants"))
     worker = sub.add_parser("worker", help=argparse.SUPPRESS)
     worker.add_argument("--out", required=True)
     worker.add_argument("--index", type=int, default=0)
@@ -65,7 +68,14 @@ def main(argv: list[str] | None = None) -> int:
                     bad += 1
                     print(f"FAIL {e}")
         return 1 if bad else 0
-    from .runner import Runner, plan_jobs, select_mutants, worker_main
+    from .runner import Runner, plan_jobs, rebuild_report, select_mutants, worker_main
+    if args.cmd == "report":
+        if not os.path.exists(os.path.join(args.out, "plan.json")):
+            raise SystemExit(f"mutants: {args.out} holds no mutation run (no plan.json); "
+                             "give the --out of a `run`")
+        rebuild_report(os.path.abspath(args.out))
+        print(open(os.path.join(os.path.abspath(args.out), "report.md")).read())
+        return 0
     if args.cmd == "worker":
         return worker_main(os.path.abspath(args.out), args.index)
     if args.workers < 1:

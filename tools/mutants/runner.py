@@ -41,8 +41,10 @@ def classify_run(verdict: dict) -> dict:
     """What one scenario run says about the tree it ran on.
 
     outcome: passed | failed (verdict failed: checks or expect) | hang (workload past
-    the scenario's timeout) | error (the run itself broke: a node did not start, ...) |
-    interrupted | inconclusive (the verifier could not judge it)."""
+    the scenario's timeout) | error (the run itself broke: a node did not start, or the
+    cluster never became quiescent, e.g. stale replicas never deleted; the verdict may
+    pass such a run, the harness's run_errors say it) | interrupted | inconclusive (the
+    verifier could not judge it)."""
     checks = [c["id"] for c in verdict.get("checks", []) if c.get("status") == "fail"]
     unmet = [e.get("what", "?") for e in verdict.get("expect", []) if e.get("status") == "fail"]
     run_status = verdict.get("run_status", "completed")
@@ -50,7 +52,7 @@ def classify_run(verdict: dict) -> dict:
         outcome = "interrupted"
     elif run_status == "timeout":
         outcome = "hang"
-    elif run_status == "error":
+    elif run_status == "error" or verdict.get("run_errors"):
         outcome = "error"
     elif verdict.get("error") and not verdict.get("checks"):
         outcome = "inconclusive"   # "the verifier failed: ...": says nothing about the tree
@@ -84,8 +86,8 @@ def classify_mutant(runs: list[dict], baseline: dict[str, str] | None = None) ->
     else:
         status = "survived"
     return {"status": status,
-            "killed_by": [{k: r[k] for k in ("scenario", "outcome", "checks", "unmet")}
-                          for r in credible],
+            "killed_by": [{k: r.get(k, []) for k in ("scenario", "outcome", "checks", "unmet",
+                                                     "errors")} for r in credible],
             "not_credited": [r["scenario"] for r in killers if r not in credible]}
 
 
@@ -342,11 +344,35 @@ def _reap_runs_of(worker_pid: int) -> None:
 # -- the report ----------------------------------------------------------------------------
 
 def _load_job(out: str, name: str) -> dict | None:
+    """A job's record; each run reclassified from its verdict.json where that is still
+    there (so a report rebuilt later follows the current classification)."""
     try:
         with open(os.path.join(out, "jobs", f"{name}.json")) as f:
-            return json.load(f)
+            record = json.load(f)
     except (OSError, ValueError):
         return None
+    for run in record["runs"]:
+        try:
+            with open(os.path.join(run["run_dir"], "verdict.json")) as f:
+                run.update(classify_run(json.load(f)))
+        except (OSError, ValueError, KeyError):
+            pass
+    return record
+
+
+def rebuild_report(out: str) -> dict:
+    """The report of an output folder again, from plan.json and the jobs finished so far
+    (`python -m tools.mutants report --out DIR`, also while a run is still going)."""
+    with open(os.path.join(out, "plan.json")) as f:
+        plan = json.load(f)
+    jobs = [Job(j["name"], j["scenarios"]) for j in plan["jobs"]]
+    started = os.path.getmtime(os.path.join(out, "plan.json"))
+    done = [os.path.getmtime(os.path.join(out, "jobs", n)) for n in os.listdir(
+        os.path.join(out, "jobs"))] if os.path.isdir(os.path.join(out, "jobs")) else []
+    report = build_report(out, jobs, plan.get("command", "?"), started,
+                          max(done, default=started), 1, False)
+    write_report(out, report)
+    return report
 
 
 def build_report(out: str, jobs: list[Job], command: str, t0: float, t1: float,
@@ -383,7 +409,7 @@ def build_report(out: str, jobs: list[Job], command: str, t0: float, t1: float,
 def _killers_text(entry: dict) -> str:
     parts = []
     for k in entry["killed_by"]:
-        why = ",".join(k["checks"]) or ("; ".join(k["unmet"])[:60] if k["unmet"] else "")
+        why = ",".join(k["checks"]) or "; ".join(k["unmet"])[:60] or "; ".join(k["errors"])[:80]
         parts.append(f"{k['scenario']} ({k['outcome']}{': ' + why if why else ''})")
     return "<br>".join(parts) or "—"
 
