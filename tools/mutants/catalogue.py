@@ -24,7 +24,9 @@ class Mutant:
     original: str             # exact snippet, must occur exactly once in `file`
     replacement: str
     scenarios: tuple[str, ...] = field(default=())   # expected killers (scenario names)
-    checks: tuple[str, ...] = field(default=())      # checks expected to see it
+    checks: tuple[str, ...] = field(default=())      # checks its killers failed when measured
+    #                                                 (empty: the expect block or the harness's
+    #                                                 quiescence wait caught it, not a check)
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -43,8 +45,7 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/namenode.py",
         original='return {"block": info.id, "gs": self.next_gs(), "len": info.num_bytes}',
         replacement='return {"block": info.id, "gs": info.gs, "len": info.num_bytes}',
-        scenarios=("dn-crash-first-in-pipeline", "dn-crash-middle-in-pipeline"),
-        checks=("P1",)),
+        scenarios=("dn-crash-first-in-pipeline", "dn-crash-middle-in-pipeline")),
     Mutant(
         name="checklease-ignores-holder",
         rule="checkLease compares the caller with the file's lease holder",
@@ -68,7 +69,7 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/client.py",
         original="self._transfer(src, [new_node])",
         replacement="pass   # mutant: the new node never receives the replica",
-        scenarios=("replace-default-after-hflush", "replace-always"), checks=("P3",)),
+        scenarios=("replace-default-after-hflush", "replace-always")),
     Mutant(
         name="restart-keeps-rbw",
         rule="a DataNode restart turns its RBW replicas into RWR",
@@ -92,7 +93,7 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/namenode.py",
         original="info.recovery_id = self.next_gs()",
         replacement="info.recovery_id = info.gs",
-        scenarios=("client-crash-after-hflush", "client-crash-before-hflush"), checks=("B3",)),
+        scenarios=("client-crash-after-hflush", "client-crash-before-hflush"), checks=("L4", "B1")),
     Mutant(
         name="hard-limit-newest-first",
         rule="the hard-limit monitor walks leases oldest renewal first and stops at the first unexpired one",
@@ -100,7 +101,7 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/leases.py",
         original="for lease in self.sorted_leases():",
         replacement="for lease in reversed(list(self.sorted_leases())):",
-        scenarios=("hard-limit-two-writers",)),
+        scenarios=("hard-limit-two-writers",), checks=("L3",)),
     Mutant(
         name="hflush-skips-ack-wait",
         rule="hflush returns only after every pipeline node acked the bytes written so far",
@@ -125,7 +126,7 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/fsdataset.py",
         original="self._stop_writer(replica, stop_timeout)",
         replacement="pass   # mutant: the old writer keeps writing",
-        scenarios=("recover-lease-mid-block",), checks=("B3", "D3")),
+        scenarios=("recover-lease-mid-block",), checks=("D1", "D4")),
     Mutant(
         name="restart-forgets-leases",
         rule="a NameNode restart restores the leases of files under construction",
@@ -133,7 +134,7 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/namenode.py",
         original="self.leases.add(inode.client_name, inode.path)",
         replacement="pass   # mutant: open files lose their lease",
-        scenarios=("nn-restart-open-file",)),
+        scenarios=("nn-restart-open-file",), checks=("L3", "D1")),
     Mutant(
         name="renewal-not-recorded",
         rule="renewLease records the renewal (the lease's last update moves)",
@@ -141,7 +142,7 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/namenode.py",
         original='self.leases.renew(lease)\n            self.emit("nn.lease.renew"',
         replacement='self.emit("nn.lease.renew"',
-        scenarios=("second-writer-before-soft-limit",)),
+        scenarios=("second-writer-before-soft-limit",), checks=("L2",)),
     Mutant(
         name="stale-replica-kept",
         rule="a replica with an older GS than a COMMITTED/COMPLETE block is invalidated",
@@ -157,7 +158,7 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/datanode.py",
         original='if replica is not None and self.data.invalidate(item["block"], item["gs"]):',
         replacement="if False:",
-        scenarios=("dn-crash-first-in-pipeline", "dn-restart-during-write"), checks=("P5",)),
+        scenarios=("dn-crash-first-in-pipeline", "dn-restart-during-write")),
     Mutant(
         name="pipeline-keeps-bad-node",
         rule="pipeline recovery removes the bad node from the pipeline",
