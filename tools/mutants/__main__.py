@@ -101,5 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     return 130 if report["interrupted"] else 0
 
 
+def run_cli() -> int:
+    """main(), with bad input (a SystemExit carrying a message) as one line and exit 2,
+    the project's code for bad input."""
+    try:
+        return main()
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            return 2
+        raise
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli())

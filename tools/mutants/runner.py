@@ -446,6 +446,9 @@ def select_mutants(names: list[str] | None) -> list[Mutant]:
         return list(MUTANTS)
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
-        raise SystemExit(f"unknown mutant {unknown[0]!r}; `python -m tools.mutants list` "
-                         "shows the catalogue")
+        import difflib
+        close = difflib.get_close_matches(unknown[0], list(BY_NAME), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise SystemExit(f"mutants: unknown mutant {unknown[0]!r}{hint}; "
+                         "`python -m tools.mutants list` shows the catalogue")
     return [BY_NAME[n] for n in names]
