@@ -454,7 +454,6 @@ class DataStreamer(threading.Thread):
         self.best_effort = conf["dfs.client.block.write.replace-datanode-on-failure.best-effort"]
         self.max_recoveries = conf["dfs.client.pipeline.recovery.max-retries"]
         self.write_retries = conf["dfs.client.block.write.retries"]
-        self.replace_disabled = conf["test.replace-datanode.disabled"]
         self._stopping = False
         self.last_send = time.monotonic()
 
@@ -846,7 +845,7 @@ class DataStreamer(threading.Thread):
         wanted = replace_datanode_policy(self.policy, r, n, hflushed)
         base = {"path": self.s.path, "block": self.block["block"], "policy": self.policy,
                 "replication": r, "remaining": n, "hflushed": hflushed, "stage": stage}
-        if not wanted or self.replace_disabled:
+        if not wanted:
             self.emit("client.pipeline.replace", decision="not_needed", new_node=None, **base)
             return
         if stage == STAGE_CLOSE_RECOVERY:

@@ -176,12 +176,6 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     Key("dfs.namenode.recovery.timeout", _seconds, 0,
         "restart block recovery when it has not committed after this (0: 2 x heartbeat "
         "recheck)", "duration"),
-    # Test-only switches: deliberately broken behaviour, so that the verifier can be
-    # shown to catch it. Never set them in a real scenario.
-    Key("test.recovery.length-rule", _choice("CORRECT", "MAX"), "CORRECT",
-        "test only: MAX makes syncBlock pick the longest replica (a bug)", "choice"),
-    Key("test.replace-datanode.disabled", _flag, False,
-        "test only: skip replacement whatever the policy says (a bug)", "bool"),
 ]}
 
 

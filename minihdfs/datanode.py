@@ -288,8 +288,7 @@ class DataNode:
         # block's take part; the others are ignored (an empty list removes the block)
         valid = [a for a in answers if a["len"] > 0 and a["gs"] >= block_gs]
         ignored = [a for a in answers if a not in valid]
-        rule, length, participants = sync_length(
-            valid, new_len, broken_max=self.conf["test.recovery.length-rule"] == "MAX")
+        rule, length, participants = sync_length(valid, new_len)
         self.emit("dn.recovery.sync", block=block, recovery_id=rid, rule=rule, len=length,
                   answers=[{k: a[k] for k in ("dn", "state", "len", "gs")} for a in valid],
                   pipeline=participants, new_len=new_len,
@@ -447,10 +446,8 @@ class DataNode:
                   stage=stage)
 
 
-def sync_length(answers: list[dict], new_len: int | None, broken_max: bool = False):
-    """syncBlock's length rule (MINIHDFS.md section 3 step 4): (rule, length, participants).
-
-    `broken_max` is the test-only bug of `test.recovery.length-rule: MAX`."""
+def sync_length(answers: list[dict], new_len: int | None):
+    """syncBlock's length rule (MINIHDFS.md section 3 step 4): (rule, length, participants)."""
     if not answers or (new_len is None and all(a["len"] == 0 for a in answers)):
         return "remove", 0, []
     best = max((a for a in answers if a["state"] in STATE_ORDER),
@@ -458,7 +455,6 @@ def sync_length(answers: list[dict], new_len: int | None, broken_max: bool = Fal
     if best is None:
         raise OSError(f"no replica in a recoverable state: {answers}")
     state = best["state"]
-    pick = max if broken_max else min
     if state == FINALIZED:
         finalized = [a for a in answers if a["state"] == FINALIZED]
         length = finalized[0]["len"]
@@ -469,7 +465,7 @@ def sync_length(answers: list[dict], new_len: int | None, broken_max: bool = Fal
                         or (a["state"] == RBW and a["len"] == length)]
     else:
         same = [a for a in answers if a["state"] == state]
-        length = pick(a["len"] for a in same)
+        length = min(a["len"] for a in same)
         rule = "min_rbw" if state == RBW else "min_rwr"
         participants = [a["dn"] for a in same]
     if new_len is not None:

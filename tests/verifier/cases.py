@@ -206,7 +206,7 @@ def _(rid):
 
 @case("P2-not-replaced", ("P2", "fail"))
 def _(rid):
-    """test.replace-datanode.disabled: DEFAULT with r=3, n=2, hflushed needs a new node."""
+    """DEFAULT with r=3, n=2, hflushed needs a new node (mutant replace-default-ignores-hflush)."""
     return pipeline_recovery(rid).edit("client.pipeline.replace", {}, decision="not_needed",
                                        new_node=None)
 
@@ -623,7 +623,7 @@ def _(rid):
 
 @case("B2-max-length", ("B2", "fail"))
 def _(rid):
-    """test.recovery.length-rule: MAX picks the longest RBW replica."""
+    """The longest RBW replica picked (mutant sync-length-max)."""
     return lease_recovery(rid).edit("dn.recovery.sync", {}, len=1024)
 
 
