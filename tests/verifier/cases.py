@@ -119,6 +119,19 @@ def _(rid):
     return happy(rid).edit("harness.run.end", {}, status="timeout")
 
 
+@case("I1-not-quiescent", ("I1", "fail"))
+def _(rid):
+    """The cluster never settled (a stale replica never deleted): final_state.json is a
+    snapshot of a cluster still moving, so a pass on it would prove nothing."""
+    return happy(rid).edit("harness.quiescent", {}, reached=False,
+                           reason="stale replicas of blk 1000 on dn2 not yet invalidated")
+
+
+@case("I1-quiescent", ("I1", "pass"))
+def _(rid):
+    return happy(rid).edit("harness.quiescent", {}, reached=True, reason=None)
+
+
 @case("I1-no-run-end", ("I1", "fail"))
 def _(rid):
     return happy(rid).drop("harness.run.end")

@@ -98,6 +98,7 @@ REASONS = [
     ("I1-no-final-state", "I1", "final_state.json is missing"),
     ("I1-run-timed-out", "I1", "status timeout"),
     ("I1-no-run-end", "I1", "no harness.run.end"),
+    ("I1-not-quiescent", "I1", "the cluster never settled: stale replicas of blk 1000"),
     ("P1-failed-close-without-recovery", "P1", "no client.pipeline.recovered"),
     ("P1-write-after-error-without-recovery", "P1", "no client.pipeline.recovered"),
     ("P1-null-gs", "P1", "names no GS"),

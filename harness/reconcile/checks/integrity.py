@@ -30,7 +30,8 @@ def check_i1(runs: RunSet) -> Outcome:
     """Logs complete: events/ has logs; every process the harness started (its
     harness.node.start targets) has a log; each log's seq starts at 0 with no gap and no
     repeat (a killed process may end early: a missing tail is no gap); no malformed
-    line; final_state.json exists and parses; harness.run.end says the run went through."""
+    line; final_state.json exists and parses; the cluster settled before it was taken
+    (harness.quiescent reached); harness.run.end says the run went through."""
     facts = _driver_facts(runs)
     no_events = violation(
         facts.filter(~F.col("has_events")),
@@ -78,10 +79,18 @@ def check_i1(runs: RunSet) -> Outcome:
         F.format_string("harness.run.end has status %s, not ok: the run did not go through",
                         F.coalesce(F.col("status"), F.lit("(none)"))),
         "status")
+    # the runner waits for every file closed and every COMPLETE block replicated before
+    # it takes final_state.json; a run that never got there was judged on a cluster
+    # still moving (a stale replica never deleted, a file never closed)
+    unsettled = violation(
+        runs.of("harness.quiescent").filter(F.col("reached") == F.lit(False)),
+        F.format_string("the cluster never settled: %s (final_state.json shows a cluster "
+                        "still moving)", F.coalesce(F.col("reason"), F.lit("no reason given"))),
+        "waited")
     no_end = violation(
         facts.filter("has_events").join(ends, "run_id", "left_anti"),
         "the harness log has no harness.run.end: the run did not finish (or its log is cut)",
         ts=F.lit(None), node=F.lit("harness"), event=F.lit("harness.run.end"))
     return Outcome(runs.runs_df,
                    union_all([no_events, no_final, bad_final, no_log, bad_logs, not_ok,
-                              no_end]))
+                              unsettled, no_end]))
