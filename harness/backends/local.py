@@ -166,8 +166,9 @@ def _ours(pid: int) -> bool:
     return b"minihdfs.node" in cmd or b"toxiproxy" in cmd
 
 
-def reap_local() -> list[str]:
-    """Kill the processes of local runs whose harness is gone; remove their state."""
+def reap_local(harness_pid: int | None = None) -> list[str]:
+    """Kill the processes of local runs whose harness is gone; remove their state.
+    `harness_pid`: only the runs of that harness (one known dead, e.g. a worker)."""
     removed = []
     if not os.path.isdir(REAPER_DIR):
         return removed
@@ -178,7 +179,10 @@ def reap_local() -> list[str]:
                 doc = json.load(f)
         except (OSError, ValueError):
             continue
-        if doc.get("harness_pid") != os.getpid() and pid_alive(doc.get("harness_pid", 0)):
+        if harness_pid is not None:
+            if doc.get("harness_pid") != harness_pid:
+                continue
+        elif doc.get("harness_pid") != os.getpid() and pid_alive(doc.get("harness_pid", 0)):
             continue   # a run in progress in another harness
         for pid in doc.get("pids", []):
             if _ours(pid):

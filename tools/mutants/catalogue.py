@@ -77,7 +77,9 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/fsdataset.py",
         original='(("finalized", FINALIZED), ("rbw", RWR))',
         replacement='(("finalized", FINALIZED), ("rbw", RBW))',
-        scenarios=("dn-restart-during-write",)),
+        # a crash and a restart (dn-restart-during-write is a shutdown *for* restart now,
+        # whose saved replicas rightly come back RBW)
+        scenarios=("dn-crash-middle-in-pipeline",)),
     Mutant(
         name="complete-without-min-replicas",
         rule="a COMMITTED block becomes COMPLETE only with dfs.namenode.replication.min matching FINALIZED replicas",

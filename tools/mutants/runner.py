@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -304,41 +303,14 @@ class Runner:
                 except ProcessLookupError:
                     pass
                 p.wait()
-            _reap_runs_of(p.pid)
+            # what the dead worker's runs left (the local backend recorded them under
+            # its pid), and only that
+            from harness.backends.local import reap_local
+            reap_local(harness_pid=p.pid)
 
 
 def _raise_interrupt():
     raise KeyboardInterrupt
-
-
-def _reap_runs_of(worker_pid: int) -> None:
-    """Kill what a (now dead) worker's runs left: the cluster processes that the local
-    backend recorded under that worker's pid, and only those."""
-    from harness.backends.local import REAPER_DIR, _ours
-    if not os.path.isdir(REAPER_DIR):
-        return
-    for name in os.listdir(REAPER_DIR):
-        path = os.path.join(REAPER_DIR, name)
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if doc.get("harness_pid") != worker_pid:
-            continue
-        for pid in doc.get("pids", []):
-            if _ours(pid):
-                try:
-                    os.kill(pid, signal.SIGCONT)
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        if not doc.get("keep") and doc.get("work_dir"):
-            shutil.rmtree(doc["work_dir"], ignore_errors=True)
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
 
 
 # -- the report ----------------------------------------------------------------------------
