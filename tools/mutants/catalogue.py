@@ -79,7 +79,7 @@ MUTANTS: tuple[Mutant, ...] = (
         replacement='(("finalized", FINALIZED), ("rbw", RBW))',
         # a crash and a restart (dn-restart-during-write is a shutdown *for* restart now,
         # whose saved replicas rightly come back RBW)
-        scenarios=("dn-crash-middle-in-pipeline",)),
+        scenarios=("dn-crash-middle-in-pipeline",), checks=("B6",)),
     Mutant(
         name="complete-without-min-replicas",
         rule="a COMMITTED block becomes COMPLETE only with dfs.namenode.replication.min matching FINALIZED replicas",
@@ -120,7 +120,7 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/client.py",
         original="return nodes.index(bad) if bad in nodes else 0",
         replacement="return 0",
-        scenarios=("setup-first-bad-link",)),
+        scenarios=("setup-first-bad-link",), checks=("P7",)),
     Mutant(
         name="init-recovery-keeps-writer",
         rule="initReplicaRecovery stops the replica's writer before recovery",
