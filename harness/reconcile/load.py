@@ -455,6 +455,7 @@ CONF_SCHEMA = T.StructType([
     T.StructField("conf_policy", T.StringType()),
     T.StructField("replace_enable", T.BooleanType()),
     T.StructField("best_effort", T.BooleanType()),
+    T.StructField("min_replication", T.LongType()),
 ])
 
 
@@ -465,7 +466,8 @@ def _conf_row(info: RunInfo) -> tuple:
             float(c["dfs.heartbeat.interval"]), int(c["dfs.replication"]),
             c["dfs.client.block.write.replace-datanode-on-failure.policy"],
             bool(c["dfs.client.block.write.replace-datanode-on-failure.enable"]),
-            bool(c["dfs.client.block.write.replace-datanode-on-failure.best-effort"]))
+            bool(c["dfs.client.block.write.replace-datanode-on-failure.best-effort"]),
+            int(c["dfs.namenode.replication.min"]))
 
 
 def read_run_info(run_dir: str) -> RunInfo:

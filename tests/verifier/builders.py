@@ -350,6 +350,8 @@ def lease_recovery(run_id: str, config=None, expect=None, answers=None, final_le
              recovery_id=1002, len=final_len)
         r.ev(t + 0.52 + 0.001 * i, dn, "dn.replica.state", block=1001, gs=1002, len=final_len,
              state="FINALIZED")
+        r.ev(t + 0.5205 + 0.001 * i, "nn", "nn.replica.reported", dn=dn, block=1001, gs=1002,
+             len=final_len, state="FINALIZED")
     r.ev(t + 0.53, "nn", "nn.recovery.commit", block=1001, recovery_id=1002, gs=1002,
          len=final_len, pipeline=[a[0] for a in answers], close=True, delete=False)
     r.ev(t + 0.531, "nn", "nn.block.state", path="/f", block=1001, gs=1002, len=final_len,

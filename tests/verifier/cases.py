@@ -33,8 +33,8 @@ ALL_SKIP_IN_HAPPY = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "L2", "L3", "L4",
 
 
 @case("happy", *[(c, "skip") for c in ALL_SKIP_IN_HAPPY],
-      ("I1", "pass"), ("L1", "pass"), ("D1", "pass"), ("D2", "pass"), ("D3", "pass"),
-      ("D4", "pass"))
+      ("I1", "pass"), ("L1", "pass"), ("H1", "pass"), ("D1", "pass"), ("D2", "pass"),
+      ("D3", "pass"), ("D4", "pass"))
 def _happy(rid):
     return happy(rid)
 
@@ -764,6 +764,46 @@ def _(rid):
     r = lease_recovery(rid)
     r.ev(5.8, "nn", "nn.block.state", path="/f", block=1001, gs=1001, len=1024, state="COMPLETE")
     return r
+
+
+# -- H1 COMPLETE needs replicas (hdfs-chaos's addition) ----------------------------------------
+
+@case("H1-complete-without-reports", ("H1", "fail"))
+def _(rid):
+    """The NameNode makes block 1001 COMPLETE though no DataNode reported it FINALIZED."""
+    return happy(rid).drop("nn.replica.reported")
+
+
+@case("H1-reports-of-another-gs", ("H1", "fail"))
+def _(rid):
+    """The reports name GS 1000, not the block's 1001: they do not count."""
+    return happy(rid).edit("nn.replica.reported", {}, gs=1000)
+
+
+@case("H1-reports-before-nn-restart", ("H1", "fail"))
+def _(rid):
+    """The reports went to a NameNode process that has since restarted: the one that
+    made the block COMPLETE had heard of no replica."""
+    r = happy(rid)
+    r.ev(1.3035, "nn", "nn.start")
+    return r
+
+
+@case("H1-two-needed", ("H1", "fail"))
+def _(rid):
+    """dfs.namenode.replication.min 2, one report: not enough."""
+    r = Run(rid, {"dfs.namenode.replication.min": 2})
+    start(r)
+    open_create(r, 1.0)
+    write(r, 1.1, 0, 1024)
+    close(r, 1.3, 1024, pipeline=["dn1"])
+    end(r, 2.0)
+    return r
+
+
+@case("H1-nothing-complete", ("H1", "skip"))
+def _(rid):
+    return happy(rid).drop("nn.block.state", state="COMPLETE")
 
 
 # -- B6 restart makes RWR ------------------------------------------------------------------------

@@ -116,6 +116,8 @@ REASONS = [
     ("B2-participant-missing", "B2", "participants [dn1,dn2], but"),
     ("B3-commit-gs-not-recovery-id", "B3", "the commit set GS 1003, not the recovery id 1002"),
     ("B4-no-replica-committed", "B4", "every replica is empty, yet the rule was min_rbw"),
+    ("H1-complete-without-reports", "H1", "COMPLETE with 0 FINALIZED replica(s)"),
+    ("H1-two-needed", "H1", "below dfs.namenode.replication.min 2"),
     ("B6-back-as-rbw", "B6", "came back as RBW, not RWR"),
     ("B6-never-logged", "B6", "never logged it as RWR"),
     ("B6-rejoins-as-rbw", "B6", "rejoined a pipeline as RBW"),

@@ -102,7 +102,7 @@ def test_checks_all_lists_what_was_exercised(case_verdicts):
     """With `checks: all` a skip is no failure, but the verdict says what was judged."""
     v = case_verdicts["happy"]
     assert v["passed"] is True
-    assert v["exercised"] == ["I1", "L1", "D1", "D2", "D3", "D4"]
+    assert v["exercised"] == ["I1", "L1", "H1", "D1", "D2", "D3", "D4"]
     p = case_verdicts["pipeline-recovery"]["exercised"]
     assert {"P1", "P2", "P3", "P4", "P5"} <= set(p) and "B1" not in p
 

@@ -87,7 +87,7 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/namenode.py",
         original='len(info.finalized_matching()) >= self.conf["dfs.namenode.replication.min"]',
         replacement='len(info.finalized_matching()) >= 0',
-        scenarios=("close-stage-partition",)),
+        scenarios=("complete-waits-for-block-report",), checks=("H1",)),
     Mutant(
         name="recovery-id-reuses-gs",
         rule="block recovery's recovery id is a fresh generation stamp",

@@ -20,7 +20,7 @@ from typing import Callable
 from pyspark.sql import Window, functions as F
 
 from ..load import RunSet
-from .block import check_b1, check_b2, check_b3, check_b4, check_b5, check_b6
+from .block import check_b1, check_b2, check_b3, check_b4, check_b5, check_b6, check_h1
 from .common import Outcome
 from .data import check_d1, check_d2, check_d3, check_d4
 from .integrity import check_i1
@@ -61,6 +61,8 @@ CHECKS: list[Check] = [
     Check("B4", "empty block removed", check_b4),
     Check("B5", "old generation rejected", check_b5),
     Check("B6", "restart makes RWR", check_b6),
+    # an addition of hdfs-chaos to spec/CHECKS.md (README: Checks added by hdfs-chaos)
+    Check("H1", "COMPLETE only with enough FINALIZED replicas", check_h1),
     Check("D1", "hflushed bytes durable", check_d1),
     Check("D2", "content read back is what was written", check_d2),
     Check("D3", "FINALIZED replicas agree", check_d3),

@@ -1,14 +1,15 @@
 """Block recovery checks B1-B6 (spec/CHECKS.md, spec/MINIHDFS.md section 3): the
 NameNode's recovery id and primary, the primary DataNode's syncBlock length rule and
 participants, commitBlockSynchronization, and a restarted DataNode's RBW replicas coming
-back as RWR (B6)."""
+back as RWR (B6). H1, an addition of hdfs-chaos to spec/CHECKS.md: a block becomes
+COMPLETE only once enough FINALIZED replicas were reported."""
 
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, Window, functions as F
 
 from ..load import RunSet
-from .common import Outcome, base, runs_of, union_all, violation
+from .common import Outcome, base, runs_of, union_all, violation, with_conf
 from .pipeline import stale_locations, _stale_evidence
 
 
@@ -388,3 +389,36 @@ def check_b6(runs: RunSet) -> Outcome:
         "block", F.col("rbw_gs").alias("gs"), F.col("rbw_len").alias("len"),
         ts="r_ts", event=F.lit("dn.start"))
     return Outcome(runs_of(cases), bad.unionByName(silent_v))
+
+
+def check_h1(runs: RunSet) -> Outcome:
+    """COMPLETE needs replicas (seed 004 2.3-2.4; BlockManager.completeBlock): a block the
+    NameNode logs as COMPLETE had, by then, at least dfs.namenode.replication.min
+    FINALIZED replicas of its GS and length reported by distinct DataNodes to that same
+    NameNode process (since its last nn.start). A block made COMPLETE on the client's word
+    alone would be listed as readable with no replica that holds it."""
+    done = base(runs.of("nn.block.state"), "block", "gs", "len", "state", "path").filter(
+        (F.col("state") == "COMPLETE") & F.col("block").isNotNull())
+    starts = runs.of("nn.start").select("run_id", F.col("ts").alias("s_ts"))
+    since = (done.join(starts, "run_id", "left")
+             .filter(F.col("s_ts").isNull() | (F.col("s_ts") <= F.col("ts")))
+             .groupBy("eid").agg(F.max("s_ts").alias("since")))
+    reps = (runs.of("nn.replica.reported").filter(F.col("state") == "FINALIZED")
+            .select(F.col("run_id").alias("_r"), F.col("block").alias("_b"),
+                    F.col("gs").alias("_g"), F.col("len").alias("_l"), F.col("dn").alias("_dn"),
+                    F.col("ts").alias("_t")))
+    d = done.join(since, "eid", "left")
+    j = d.join(reps, (d["run_id"] == reps["_r"]) & (d["block"] == reps["_b"])
+               & (d["gs"] == reps["_g"]) & (d["len"] == reps["_l"]) & (reps["_t"] <= d["ts"])
+               & (d["since"].isNull() | (reps["_t"] >= d["since"])), "left")
+    g = with_conf(runs, j.groupBy("run_id", "eid", "ts", "node", "event", "path", "block", "gs",
+                                  "len")
+                  .agg(F.countDistinct("_dn").alias("reported"),
+                       F.sort_array(F.collect_set("_dn")).alias("reported_by")))
+    need = F.coalesce(F.col("min_replication"), F.lit(1))
+    bad = g.filter(F.col("reported") < need)
+    return Outcome(runs_of(done), violation(
+        bad, F.format_string("block %d became COMPLETE with %d FINALIZED replica(s) of GS %d "
+                             "and length %d reported, below dfs.namenode.replication.min %d",
+                             F.col("block"), F.col("reported"), F.col("gs"), F.col("len"), need),
+        "path", "block", "gs", "len", "reported_by"))
