@@ -388,7 +388,7 @@ def _killers_text(entry: dict) -> str:
 
 
 def render_markdown(report: dict) -> str:
-    lines = [f"# Mutation testing of the mini-HDFS", "",
+    lines = ["# Mutation testing of the mini-HDFS", "",
              f"`{report['command']}` — {report['seconds'] / 60:.1f} min wall, "
              f"{report['workers']} worker(s), started {report['started']}"
              + (" (**interrupted**)" if report["interrupted"] else ""), "",
