@@ -18,7 +18,8 @@ from .checks import CHECK_IDS, prepare_bulk, run_checks
 from .expect import evaluate_expect, exercised, gather_facts
 from .load import RunSet, load_runs
 from .metrics import compute_metrics
-from .session import get_spark, session_conf, small_queries, spark_log_path
+from .session import (SMALL_INPUT_BYTES, get_spark, is_local, session_conf, small_queries,
+                      spark_log_path)
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +80,18 @@ def verify_runs(run_dirs: list[str], master: str | None = None) -> list[dict]:
     (README, "Spark's own output")."""
     if not run_dirs:
         return []
-    spark = get_spark(master, log_path=spark_log_path(run_dirs))
-    runs = load_runs(list(run_dirs), spark)
-    try:
-        verdicts = verify_loaded(runs)
-    finally:
-        runs.close()
+    size = event_bytes(run_dirs)
+    spark = get_spark(master, log_path=spark_log_path(run_dirs), input_bytes=size)
+    # Small inputs (one run, the library) are loaded as the checks run their queries:
+    # interpreted, in one shuffle partition. The load's generated code (a Janino compile
+    # per stage) and its exchanges then cost more than they save.
+    small = size <= SMALL_INPUT_BYTES and is_local(spark)
+    with session_conf(spark, small_queries(spark) if small else {}):
+        runs = load_runs(list(run_dirs), spark)
+        try:
+            verdicts = verify_loaded(runs)
+        finally:
+            runs.close()
     by_id = {v["run_id"]: v for v in verdicts}
     out = []
     for d in run_dirs:
@@ -93,6 +100,23 @@ def verify_runs(run_dirs: list[str], master: str | None = None) -> list[dict]:
         write_verdict(d, v)
         out.append(v)
     return out
+
+
+def event_bytes(run_dirs: list[str]) -> int:
+    """The size of the runs' event logs: what the verifier's JVM is started for."""
+    total = 0
+    for d in run_dirs:
+        events = os.path.join(d, "events")
+        try:
+            names = os.listdir(events)
+        except OSError:
+            continue
+        for name in names:
+            try:
+                total += os.path.getsize(os.path.join(events, name))
+            except OSError:
+                pass
+    return total
 
 
 def write_verdict(run_dir: str, verdict: dict) -> str:

@@ -20,7 +20,50 @@ _spark = None
 _master = None
 
 
-def _builder(master: str):
+# Inputs up to this many bytes of event logs are "small": a JVM that lives for seconds
+# (one run, the library) spends them loading classes and compiling Spark's planner, not
+# in steady computation. See `_java_options`.
+SMALL_INPUT_BYTES = 256 << 20
+
+
+def cds_archive() -> str:
+    """Where the class-data sharing archive of Spark's JVM lives (built by
+    `python -m harness.reconcile.cds`, which tools/setup.sh runs): one per virtualenv and
+    pyspark release, since it is only valid for the class path it was made with."""
+    import pyspark
+    return os.environ.get("HDFS_CHAOS_SPARK_CDS") or os.path.join(
+        sys.prefix, "share", "hdfs-chaos", f"spark-{pyspark.__version__}.jsa")
+
+
+def _java_options(input_bytes: int | None, dump_cds: str | None = None) -> str:
+    """The driver JVM's options in local mode.
+
+    - The throughput collector, not G1: the verifier is a batch job that allocates a row
+      object or string for nearly every field it parses, and G1's write barriers and
+      concurrent marking cost more than the pauses they avoid. At 10 million events
+      (benchmarks/bench_verifier.py) the load went from 107 to 95 s and the whole
+      verification from 225.6 to 210.9 s.
+    - For small inputs, the client compiler only (`-XX:TieredStopAtLevel=1`): verifying
+      one run is a few seconds of mostly cold code (the planner of some 25 checks), where
+      C2's compilations cost CPU that never pays back; at 10 million events C2 does pay.
+    - The class-data sharing archive, where one was built: the JVM maps the classes of
+      Spark, Catalyst and their dependencies parsed and verified instead of loading some
+      15,000 classes from jars at every start.
+    `input_bytes` None (unknown) keeps the full JIT. HDFS_CHAOS_SPARK_CONF may set other
+    options (spark.driver.extraJavaOptions)."""
+    opts = ["-XX:+UseParallelGC"]
+    if input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES:
+        opts.append("-XX:TieredStopAtLevel=1")
+    if dump_cds:
+        opts.append(f"-XX:ArchiveClassesAtExit={dump_cds}")
+    elif os.path.exists(cds_archive()):
+        # -Xshare:auto (the default): an archive that does not match this JVM or class
+        # path is ignored (with a warning in the Spark log), never an error
+        opts.append(f"-XX:SharedArchiveFile={cds_archive()}")
+    return " ".join(opts)
+
+
+def _builder(master: str, input_bytes: int | None = None, dump_cds: str | None = None):
     from pyspark.sql import SparkSession
 
     local = master.startswith("local")
@@ -61,12 +104,7 @@ def _builder(master: str):
          .config("spark.pyspark.python", sys.executable)
          .config("spark.pyspark.driver.python", sys.executable))
     if local:
-        # The throughput collector, not G1: the verifier is a batch job that allocates a
-        # row object or string for nearly every field it parses, and G1's write barriers
-        # and concurrent marking cost more than the pauses they avoid. At 10 million events
-        # (benchmarks/bench_verifier.py) the load went from 107 to 95 s and the whole
-        # verification from 225.6 to 210.9 s. HDFS_CHAOS_SPARK_CONF may set other options.
-        b = b.config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
+        b = b.config("spark.driver.extraJavaOptions", _java_options(input_bytes, dump_cds))
     user: dict[str, str] = {}
     for item in filter(None, os.environ.get("HDFS_CHAOS_SPARK_CONF", "").split(";")):
         key, sep, value = item.partition("=")
@@ -88,13 +126,16 @@ class SparkStartError(RuntimeError):
     """Spark did not start (no Java, a bad master URL): the CLI shows it as one line."""
 
 
-def get_spark(master: str | None = None, log_path: str | None = None):
+def get_spark(master: str | None = None, log_path: str | None = None,
+              input_bytes: int | None = None, dump_cds: str | None = None):
     """The process-wide SparkSession, created on first use (`master` or local[2]).
 
     Asking again returns the same session; asking for a different master once a session
     exists is an error, since a JVM can host only one SparkContext. With `log_path`, the
     JVM that a first call starts writes its output there (spark_log_path), not to the
-    terminal.
+    terminal. `input_bytes`, the size of the event logs the first call is for, picks the
+    JVM's options (`_java_options`); `dump_cds` writes a class-data sharing archive there
+    when the JVM exits (harness.reconcile.cds).
     """
     global _spark, _master
     wanted = master or os.environ.get("HDFS_CHAOS_SPARK_MASTER") or DEFAULT_MASTER
@@ -108,7 +149,7 @@ def get_spark(master: str | None = None, log_path: str | None = None):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         try:
-            builder = _builder(wanted)
+            builder = _builder(wanted, input_bytes, dump_cds)
             if log_path:
                 _launch_jvm_logging_to(builder, log_path)
             spark = builder.getOrCreate()

@@ -18,7 +18,7 @@ def spark():
     """The process-wide session (harness.reconcile.session.get_spark)."""
     pytest.importorskip("pyspark")
     from harness.reconcile.session import get_spark
-    return get_spark()
+    return get_spark(input_bytes=0)     # small inputs: the JVM options of a one-run verify
 
 
 @pytest.fixture(scope="session")
