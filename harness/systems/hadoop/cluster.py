@@ -358,13 +358,8 @@ class HadoopCluster:
         """The NameNode's LiveNodes by DataNode id (lastContact etc.), from NameNodeInfo."""
         raw = self.jmx("nn", "Hadoop:service=NameNode,name=NameNodeInfo")["LiveNodes"]
         names = self.address_map()
-        out = {}
-        for key, info in json.loads(raw).items():
-            node = names.get(info.get("xferaddr", "")) or names.get(key.split(" ")[0], key)
-            if node == key:
-                node = key.split(".")[0] if key.endswith(f".{DOMAIN}") or ".hdfs:" in key else key
-            out[node.split(":")[0]] = info
-        return out
+        return {names.get(info.get("xferaddr"), key): info
+                for key, info in json.loads(raw).items()}
 
     def wait_healthy(self, timeout: float = 90.0, datanodes: int | None = None) -> float:
         """Until the NameNode counts `datanodes` (default all) live; returns the seconds
