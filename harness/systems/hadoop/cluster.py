@@ -190,7 +190,8 @@ class HadoopCluster:
     def java_command(self, node: str, main: str, args: list[str] = (),
                      extra_cp: list[str] = ()) -> list[str]:
         spec = self.nodes[node]
-        return [self.java, *self.jvm_flags,
+        # -Dhdfs-chaos-node names the JVM for the reaper (harness/backends/local.py _ours)
+        return [self.java, *self.jvm_flags, f"-Dhdfs-chaos-node={node}",
                 f"-Djdk.net.hosts.file={spec['hosts']}",
                 f"-Dhadoop.log.dir={self.logs_dir}",
                 f"-Dlog4j.configuration=file:{os.path.join(spec['conf'], 'log4j.properties')}",
