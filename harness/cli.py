@@ -325,9 +325,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(line, file=sys.stderr)
             return EXIT_BAD_INPUT
     run_scenarios = _function("harness.runner", "run_scenarios", "run")
+    chosen = {"system": system, "hadoop_version": args.hadoop_version} if system else {}
     outcome = run_scenarios(files, args.backend, args.results, args.seed, args.keep,
-                            None if args.quiet else _progress, system=system,
-                            hadoop_version=args.hadoop_version)
+                            None if args.quiet else _progress, **chosen)
     return _exit_for(outcome)
 
 
