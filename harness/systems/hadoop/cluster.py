@@ -54,7 +54,8 @@ class HadoopCluster:
     def __init__(self, directory: str, version: str = fetch.DEFAULT_VERSION,
                  datanodes: int = 3, config: dict | None = None, *,
                  logs_dir: str | None = None, debug_loggers: list[str] | tuple = (),
-                 jvm_flags: list[str] | None = None, java: str = "java"):
+                 jvm_flags: list[str] | None = None, java: str = "java",
+                 role_flags: dict[str, list[str]] | None = None):
         self.dir = os.path.abspath(directory)
         self.version = version
         self.scenario_config = dict(config or {})
@@ -62,6 +63,7 @@ class HadoopCluster:
         self.logs_dir = os.path.abspath(logs_dir or os.path.join(self.dir, "logs"))
         self.debug_loggers = list(debug_loggers)
         self.jvm_flags = list(JVM_FLAGS if jvm_flags is None else jvm_flags)
+        self.role_flags = dict(role_flags or {})   # e.g. a CDS archive per daemon kind
         self.java = java
         self.routes_for: Callable[[str], Routes] | None = None
         self.procs: dict[str, subprocess.Popen] = {}
@@ -191,7 +193,8 @@ class HadoopCluster:
                      extra_cp: list[str] = ()) -> list[str]:
         spec = self.nodes[node]
         # -Dhdfs-chaos-node names the JVM for the reaper (harness/backends/local.py _ours)
-        return [self.java, *self.jvm_flags, f"-Dhdfs-chaos-node={node}",
+        return [self.java, *self.jvm_flags, *self.role_flags.get(spec["role"], []),
+                f"-Dhdfs-chaos-node={node}",
                 f"-Djdk.net.hosts.file={spec['hosts']}",
                 f"-Dhadoop.log.dir={self.logs_dir}",
                 f"-Dlog4j.configuration=file:{os.path.join(spec['conf'], 'log4j.properties')}",

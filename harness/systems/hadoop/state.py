@@ -98,6 +98,11 @@ def namenode_view(cluster, read_back: bool = True, client_id: str = "harness",
             b["locations"] = [names.get(a, a) for a in b["locations"]]
     for d in doc.get("datanode_report", []):
         d["dn"] = names.get(d["xfer"], d["xfer"])
+    # one lease per holder with all its paths, as the mini-HDFS's NameNode reports them
+    leases: dict[str, list[str]] = {}
+    for lease in doc.get("leases", []):
+        leases.setdefault(lease["holder"], []).extend(lease["paths"])
+    doc["leases"] = [{"holder": h, "paths": sorted(p)} for h, p in sorted(leases.items())]
     return doc
 
 
