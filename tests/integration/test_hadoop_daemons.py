@@ -142,3 +142,35 @@ faults:
     events = [json.loads(line) for line in open(os.path.join(outcome.run_dir, "events",
                                                              "harness.jsonl"))]
     assert [e["fault"] for e in events if e["event"] == "harness.fault.heal"] == ["bounce", "slow"]
+
+
+def test_final_state_shows_an_open_file_its_lease_and_the_rbw_replicas(cluster):
+    """A writer holds /open with 300 KiB sent but not closed: the NameNode's view has
+    the file open, its holder and lease, the last block under construction; every
+    DataNode of the pipeline has an RBW replica with a .meta of the block's GS."""
+    import subprocess
+    cluster.add_client("w9")
+    proc = subprocess.Popen(cluster.java_command("w9", SHELL, ["-appendToFile", "-", "/open"]),
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=cluster.dir)
+    try:
+        proc.stdin.write(os.urandom(300 * 1024))
+        proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not all(any(r["state"] == "RBW" and r["len"] > 0
+                          for r in state.scan_storage(cluster.nodes[dn]["storage"]))
+                      for dn in cluster.datanodes()):
+            assert time.monotonic() < deadline, "no RBW replica appeared"
+            time.sleep(0.5)
+        doc = state.final_state(cluster, read_back=False)
+        [f] = [f for f in doc["files"] if f["path"] == "/open"]
+        assert not f["closed"] and f["holder"].startswith("DFSClient_")
+        assert {"holder": f["holder"], "paths": ["/open"]} in doc["leases"]
+        [b] = f["blocks"]
+        assert b["state"] == "UNDER_CONSTRUCTION" and sorted(b["locations"]) == ["dn1", "dn2", "dn3"]
+        for dn in cluster.datanodes():
+            [r] = [r for r in doc["datanodes"][dn] if r["block"] == b["block"]]
+            assert r["state"] == "RBW" and r["gs"] == b["gs"] and r["len"] > 0
+    finally:
+        proc.kill()
+        proc.wait()
