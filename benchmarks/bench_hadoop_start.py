@@ -3,13 +3,14 @@ until the NameNode counts N live DataNodes (JMX NumLiveDataNodes), per JVM flag 
 and the resident memory of each daemon once ready. Printed as a table.
 
     python benchmarks/bench_hadoop_start.py [--version 3.4.2] [--datanodes 3] [--repeat 2]
-                                            [--variants default,no-c1-only,no-serial-gc,bare,cds]
+                                            [--variants default,no-c1-only,no-serial-gc,bare]
 
 "ready" is HadoopCluster.start() after the NameNode's storage is formatted (format is
 timed apart: a run formats once). Variants: `default` is cluster.JVM_FLAGS;
 `no-c1-only` drops -XX:TieredStopAtLevel=1; `no-serial-gc` drops -XX:+UseSerialGC;
-`bare` keeps only the heap sizes; `cds` adds a dynamic class-data-sharing archive per
-daemon kind (made by one training start with -XX:ArchiveClassesAtExit, not timed).
+`bare` keeps only the heap sizes. (A class-data-sharing archive is not measured: a
+dynamic dump at exit does not happen on the daemons' SIGTERM, and a static AppCDS
+archive refuses the non-empty conf and webapps folders on the classpath.)
 Target (issue 18): <= 8 s to 3 live DataNodes on 2 cores.
 """
 
@@ -33,7 +34,7 @@ HEAP = [f for f in JVM_FLAGS if f.startswith("-Xm")]
 
 
 def variant_flags(name: str) -> list[str]:
-    if name in ("default", "cds"):
+    if name == "default":
         return list(JVM_FLAGS)
     if name == "no-c1-only":
         return [f for f in JVM_FLAGS if f != "-XX:TieredStopAtLevel=1"]
@@ -52,10 +53,9 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def one_start(base: str, version: str, datanodes: int, flags: list[str],
-              role_flags: dict | None = None) -> dict:
+def one_start(base: str, version: str, datanodes: int, flags: list[str]) -> dict:
     cluster = HadoopCluster(base, version, datanodes, {"dfs.heartbeat.interval": "1s"},
-                            jvm_flags=flags, role_flags=role_flags)
+                            jvm_flags=flags)
     for node in cluster.nodes:
         cluster.write_conf(node)
     t0 = time.monotonic()
@@ -71,39 +71,20 @@ def one_start(base: str, version: str, datanodes: int, flags: list[str],
     return {"format": formatted, "ready": ready, "rss": rss}
 
 
-def cds_flags(work: str, version: str, datanodes: int) -> dict[str, list[str]]:
-    """One training start that dumps a dynamic CDS archive per daemon kind at exit."""
-    archives = {role: os.path.join(work, f"{role}.jsa") for role in ("namenode", "datanode")}
-    train = {role: [f"-XX:ArchiveClassesAtExit={path}"] for role, path in archives.items()}
-    # only one DataNode writes the datanode archive: several JVMs dumping one file race
-    cluster = HadoopCluster(os.path.join(work, "train"), version, 1,
-                            {"dfs.heartbeat.interval": "1s"}, role_flags=train)
-    try:
-        cluster.start(timeout=180)
-        time.sleep(2)
-    finally:
-        cluster.down()
-    missing = [p for p in archives.values() if not os.path.exists(p)]
-    if missing:
-        raise SystemExit(f"no CDS archive was written: {missing}")
-    return {role: [f"-XX:SharedArchiveFile={path}", "-Xshare:auto"] for role, path in archives.items()}
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--version", default=fetch.DEFAULT_VERSION)
     ap.add_argument("--datanodes", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--variants", default="default,no-c1-only,no-serial-gc,bare,cds")
+    ap.add_argument("--variants", default="default,no-c1-only,no-serial-gc,bare")
     args = ap.parse_args()
     fetch.fetch(args.version)
     work = tempfile.mkdtemp(prefix="bench-hadoop-")
     rows = []
     try:
         for variant in args.variants.split(","):
-            role_flags = cds_flags(work, args.version, args.datanodes) if variant == "cds" else None
             runs = [one_start(os.path.join(work, f"{variant}-{i}"), args.version, args.datanodes,
-                              variant_flags(variant), role_flags) for i in range(args.repeat)]
+                              variant_flags(variant)) for i in range(args.repeat)]
             readies = [r["ready"] for r in runs]
             rss = runs[-1]["rss"]
             rows.append((variant, statistics.median(readies), min(readies), max(readies),
