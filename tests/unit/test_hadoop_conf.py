@@ -70,3 +70,31 @@ def test_fetch_refuses_a_non_release_and_a_missing_maven(tmp_path, monkeypatch):
         fetch.fetch("3.4.2")
     assert fetch.main(["3.4.2"]) == 2
     assert not os.path.exists(tmp_path / "3.4.2" / "lib")
+
+
+def test_the_system_comes_from_the_command_line_else_the_scenario():
+    from harness.scenario.loader import check_scenario_text
+    from harness.systems import SystemError_, get_system, system_of
+    sc, issues = check_scenario_text(
+        "name: s\ncluster: {system: hadoop, hadoop_version: 3.3.6}\n"
+        "workload: [{id: w1, client: c1, op: write, path: /f, size: 1MiB}]\n", "s.yaml")
+    assert issues == []
+    assert (system_of(sc).name, system_of(sc).version) == ("hadoop", "3.3.6")
+    assert system_of(sc, "minihdfs").name == "minihdfs"
+    assert system_of(sc, None, "3.2.4").version == "3.2.4"
+    with pytest.raises(SystemError_, match="use one of minihdfs, hadoop"):
+        get_system("cassandra")
+
+
+def test_hadoop_refuses_what_it_cannot_run():
+    from harness.scenario.loader import check_scenario_text
+    from harness.systems import get_system
+    sc, _ = check_scenario_text(
+        "name: s\nsystems: [minihdfs]\nsystems_reason: needs a 2s soft limit\n"
+        "cluster: {racks: {dn1: /r1}, config: {lease.hard-limit: 90s}}\n"
+        "workload: [{id: w1, client: c1, op: write, path: /f, size: 1MiB}]\n", "s.yaml")
+    issues = get_system("hadoop", "3.3.6").issues(sc)
+    assert any("hard-codes the hard limit" in i for i in issues)
+    assert any("needs a 2s soft limit" in i for i in issues)
+    assert any("cluster.racks" in i for i in issues)
+    assert get_system("minihdfs").issues(sc) == []
