@@ -255,3 +255,19 @@ def test_a_cut_datanode_to_datanode_link_breaks_only_that_hop(hadoop, tmp_path):
         assert bad == {"dn2"}, bad
     finally:
         mesh.enable(cut, "t-dn1-dn2")
+
+
+def test_a_cut_client_to_namenode_link_touches_only_that_client(hadoop):
+    cluster, mesh, _ = hadoop
+    cut = mesh.proxies_of("c1", "nn")
+    mesh.disable(cut, "t-c1-nn")
+    try:
+        r = cluster.run_client("c1", SHELL, ["-ls", "/"], extra_props=NO_RETRY, timeout=60)
+        assert r.returncode != 0 and b"Connection refused" in r.stderr, r.stderr[-500:]
+        r = cluster.run_client("c2", SHELL, ["-ls", "/"], extra_props=NO_RETRY, timeout=60)
+        assert r.returncode == 0, r.stderr[-500:]
+        assert max(cluster.live_nodes()[dn]["lastContact"] for dn in ("dn1", "dn2", "dn3")) <= 3
+    finally:
+        mesh.enable(cut, "t-c1-nn")
+    r = cluster.run_client("c1", SHELL, ["-ls", "/"], extra_props=NO_RETRY, timeout=60)
+    assert r.returncode == 0, r.stderr[-500:]

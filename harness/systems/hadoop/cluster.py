@@ -180,8 +180,7 @@ class HadoopCluster:
     def add_client(self, client_id: str, extra_props: dict | None = None) -> dict:
         """A client JVM's folder: conf (its log into logs/<client>.log) and hosts file."""
         spec = self.nodes.get(client_id) or self._add_node(client_id, "client")
-        if extra_props:
-            spec["extra_props"] = dict(extra_props)
+        spec["extra_props"] = dict(extra_props or {})   # for this launch only
         self.write_conf(client_id)
         return spec
 
