@@ -98,3 +98,44 @@ def test_hadoop_refuses_what_it_cannot_run():
     assert any("needs a 2s soft limit" in i for i in issues)
     assert any("cluster.racks" in i for i in issues)
     assert get_system("minihdfs").issues(sc) == []
+
+
+def test_each_daemon_log_gets_a_log_adapter_with_the_agreed_arguments(tmp_path, monkeypatch):
+    """HADOOP-SHARED.md: LogAdapter(raw_log, node, role, release, events_out, hosts),
+    start() per process, stop() at the end (a stand-in records the calls)."""
+    import sys
+    import types
+
+    from harness.systems import get_system
+    from harness.systems.hadoop.cluster import HadoopCluster
+    made = []
+
+    class LogAdapter:
+        def __init__(self, **kw):
+            self.kw, self.started, self.stopped = kw, False, False
+            made.append(self)
+
+        def start(self):
+            self.started = True
+
+        def stop(self):
+            self.stopped = True
+
+    monkeypatch.setitem(sys.modules, "harness.systems.hadoop.adapter",
+                        types.SimpleNamespace(LogAdapter=LogAdapter))
+    backend = types.SimpleNamespace(cluster=HadoopCluster(str(tmp_path / "c"), "3.4.2", 2),
+                                    run_dir=str(tmp_path / "run"))
+    sut = get_system("hadoop", "3.4.2")
+    sut.start_event_sources(backend)
+    assert sorted((a.kw["node"], a.kw["role"]) for a in made) == [
+        ("dn1", "datanode"), ("dn2", "datanode"), ("nn", "namenode")]
+    dn1 = next(a for a in made if a.kw["node"] == "dn1")
+    assert dn1.kw["raw_log"] == backend.cluster.nodes["dn1"]["log"]
+    assert dn1.kw["events_out"] == str(tmp_path / "run" / "events" / "dn1.jsonl")
+    assert dn1.kw["release"] == "3.4.2"
+    xfer = backend.cluster.nodes["dn1"]["xfer"]
+    assert dn1.kw["hosts"][xfer] == "dn1"
+    assert dn1.kw["hosts"]["dn1.hdfs:" + xfer.rpartition(":")[2]] == "dn1"
+    assert all(a.started for a in made)
+    sut.stop_event_sources(backend)
+    assert all(a.stopped for a in made)

@@ -139,10 +139,13 @@ class Hadoop(SystemUnderTest):
         events = os.path.join(backend.run_dir, "events", f"{client_id}.jsonl")
         if self.client_classes() is not None:
             cmd = self.client_command(backend, client_id, ops_path, events, gates)
-            cluster.add_client(client_id)
-            cluster._spawn(client_id, cmd)
-            return
-        cluster._spawn(client_id, self._fsshell_command(backend, client_id, ops))
+        else:
+            cmd = self._fsshell_command(backend, client_id, ops)
+        # the client's own events go to <client>.jsonl; its DFSClient's log4j lines
+        # (pipeline errors, recovery) are adapted into a log of their own
+        self._adapt(backend, client_id, "client",
+                    os.path.join(backend.run_dir, "events", f"{client_id}-dfsclient.jsonl"))
+        cluster._spawn(client_id, cmd)
 
     def _fsshell_command(self, backend, client_id: str, ops: list[dict]) -> list[str]:
         """Until HdfsChaosClient is merged: one ungated write/append/read per client, run
@@ -180,20 +183,21 @@ class Hadoop(SystemUnderTest):
 
     def start_event_sources(self, backend) -> None:
         """One LogAdapter (hadoop-logs) per daemon log, into events/<node>.jsonl."""
+        for node, spec in backend.cluster.nodes.items():
+            if spec["role"] != "client":
+                self._adapt(backend, node, spec["role"],
+                            os.path.join(backend.run_dir, "events", f"{node}.jsonl"))
+
+    def _adapt(self, backend, node: str, role: str, events_out: str) -> None:
         try:
             from .adapter import LogAdapter
         except ImportError:
-            return   # hadoop-logs' adapter is not on this branch: no daemon events
+            return   # hadoop-logs' adapter is not on this branch: no events from logs
         cluster = backend.cluster
-        hosts = cluster.address_map()
-        for node, spec in cluster.nodes.items():
-            if spec["role"] == "client":
-                continue
-            a = LogAdapter(raw_log=spec["log"], node=node, role=spec["role"],
-                           release=self.version, hosts=hosts,
-                           events_out=os.path.join(backend.run_dir, "events", f"{node}.jsonl"))
-            a.start()
-            self.adapters.append(a)
+        a = LogAdapter(raw_log=cluster.nodes[node]["log"], node=node, role=role,
+                       release=self.version, events_out=events_out, hosts=cluster.address_map())
+        a.start()
+        self.adapters.append(a)
 
     def stop_event_sources(self, backend) -> None:
         while self.adapters:
