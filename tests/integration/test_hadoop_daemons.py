@@ -13,7 +13,7 @@ import zlib
 
 import pytest
 
-from harness.systems.hadoop import fetch, state
+from harness.systems.hadoop import conf, fetch, state
 from harness.systems.hadoop.cluster import HadoopCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.hadoop, pytest.mark.timeout(600)]
@@ -31,7 +31,8 @@ def cluster(tmp_path_factory):
     except fetch.FetchError as e:
         pytest.skip(str(e))
     c = HadoopCluster(str(tmp_path_factory.mktemp("hadoop-daemons")), VERSION, 3,
-                      {"dfs.blocksize": "1MiB", "dfs.heartbeat.interval": "1s"})
+                      {"dfs.blocksize": "1MiB", "dfs.heartbeat.interval": "1s",
+                       "lease.hard-limit": "5s"})
     try:
         c.start(timeout=120)
         data = os.urandom(2 * 1024 * 1024 + 1000)
@@ -174,3 +175,23 @@ def test_final_state_shows_an_open_file_its_lease_and_the_rbw_replicas(cluster):
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.skipif(not conf.has_hard_limit_key(VERSION),
+                    reason=f"hadoop {VERSION} hard-codes the lease hard limit (20 min)")
+def test_the_scenario_hard_limit_reaches_the_namenode(cluster):
+    """lease.hard-limit: 5s became dfs.namenode.lease-hard-limit-sec: the file the
+    killed writer of the test above left open is recovered and closed by the NameNode."""
+    deadline = time.monotonic() + 60
+    while True:
+        view = state.namenode_view(cluster, read_back=False, path="/open")
+        [f] = view["files"]
+        if f["closed"]:
+            break
+        assert time.monotonic() < deadline, f"/open still open: {f}"
+        time.sleep(2)
+    assert view["leases"] == [] and f["len"] > 0
+    with open(cluster.nodes["nn"]["log"]) as log:
+        assert any("hard limit" in line.lower() and "/open" in line for line in log) or \
+            any("internalReleaseLease" in line and "/open" in line
+                for line in open(cluster.nodes["nn"]["log"]))
