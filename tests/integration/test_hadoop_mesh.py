@@ -87,7 +87,8 @@ def hadoop(tmp_path_factory):
     tp = MetricsToxiproxy(str(base / "toxiproxy.log"))
     cluster = HadoopCluster(str(base / "cluster"), VERSION, 3,
                             {"dfs.blocksize": "1MiB", "dfs.heartbeat.interval": "1s",
-                             "dfs.replication": 3, "dfs.client.socket-timeout": "10s"})
+                             "dfs.replication": 3, "dfs.client.socket-timeout": "10s",
+                             "ipc.client.connection.maxidletime": 1000})
     mesh = HadoopLinkMesh(tp.api, cluster.listen(), ["c1", "c2"]).create()
     cluster.routes_for = lambda n: mesh.routes(n) if n in mesh.nodes else {}
     try:
@@ -271,3 +272,47 @@ def test_a_cut_client_to_namenode_link_touches_only_that_client(hadoop):
         mesh.enable(cut, "t-c1-nn")
     r = cluster.run_client("c1", SHELL, ["-ls", "/"], extra_props=NO_RETRY, timeout=60)
     assert r.returncode == 0, r.stderr[-500:]
+
+
+def test_block_recovery_rpcs_go_from_the_primary_through_its_own_proxies(hadoop):
+    """A writer dies with an open block on all three DataNodes; recoverLease makes the
+    NameNode pick a primary, which calls initReplicaRecovery/updateReplica on the
+    others over the inter-DataNode RPC: those calls use exactly the proxies
+    primary -> other .ipc, and no other DataNode -> DataNode RPC link carries anything."""
+    cluster, mesh, tp = hadoop
+    cluster.add_client("c2")
+    proc = subprocess.Popen(cluster.java_command("c2", SHELL, ["-appendToFile", "-", "/rec"]),
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=cluster.dir)
+    try:
+        proc.stdin.write(os.urandom(200 * 1024))
+        proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not all(any(r["state"] == "RBW" and r["len"] > 0
+                          for r in state.scan_storage(cluster.nodes[dn]["storage"]))
+                      for dn in cluster.datanodes()):
+            assert time.monotonic() < deadline, "no RBW replicas appeared"
+            time.sleep(0.5)
+    finally:
+        proc.kill()
+        proc.wait()
+    before = tp.received()
+    r = cluster.run_client("c1", "org.apache.hadoop.hdfs.tools.DebugAdmin",
+                           ["recoverLease", "-path", "/rec", "-retries", "6"], timeout=120)
+    assert r.returncode == 0 and b"recoverLease SUCCEEDED" in r.stdout + r.stderr, r.stderr[-800:]
+    # Toxiproxy counts a connection's bytes when it ends; Hadoop closes an idle IPC
+    # connection after ipc.client.connection.maxidletime (1 s in this cluster)
+    time.sleep(5)
+    after = tp.received()
+    # the primary is the DataNode the NameNode asked (BlockRecoveryWorker logs the call)
+    [primary] = [dn for dn in cluster.datanodes()
+                 if "calls recoverBlock" in open(cluster.nodes[dn]["log"]).read()]
+    for proxy in mesh.proxies:
+        a, b = proxy.link
+        if proxy.spec.service != "ipc" or not (a.startswith("dn") and b.startswith("dn")):
+            continue
+        moved = delta(before, after, proxy.name)
+        if a == primary:
+            assert moved > 0, f"{proxy.name} carried nothing (primary {primary})"
+        else:
+            assert moved == 0, f"{proxy.name} carried {moved} bytes (primary {primary})"
