@@ -12,9 +12,9 @@ run:
 
 # All tests (tox): unit, integration, verifier, the scenario library on the local
 # backend, and on the docker backend where a Docker engine answers (setup starts one
-# when it can).
+# when it can), and real Apache Hadoop daemons (tox -e hadoop; setup fetches the jars once).
 test:
-	tools/setup.sh --docker
+	tools/setup.sh --docker --hadoop
 	.venv/bin/tox
 
 setup:

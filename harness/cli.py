@@ -106,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true",
                    help="keep the cluster's storage and containers after the run")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--system", choices=("minihdfs", "hadoop"), default=None,
+                   help="the system under test (default: each scenario's cluster.system, "
+                        "else minihdfs)")
+    p.add_argument("--hadoop-version", default=None, metavar="V",
+                   help="the Apache Hadoop release for --system hadoop (default 3.4.2; "
+                        "implies --system hadoop)")
     p.set_defaults(command=cmd_run)
 
     p = commands.add_parser("verify", help="run the checks again on recorded runs")
@@ -300,14 +306,28 @@ _progress = _Progress()
 
 def cmd_run(args: argparse.Namespace) -> int:
     files = scenario_files(args.files)
-    _, issues = validate_files(files)
+    scenarios, issues = validate_files(files)
     if issues:
         for issue in issues:
             print(issue, file=sys.stderr)
         return EXIT_BAD_INPUT
+    system = args.system or ("hadoop" if args.hadoop_version else None)
+    if system or args.hadoop_version:
+        from harness.systems import system_of
+        from harness.systems.hadoop.fetch import _VERSION_RE, DEFAULT_VERSION
+        if args.hadoop_version and not _VERSION_RE.match(args.hadoop_version):
+            raise UserError(f"--hadoop-version {args.hadoop_version!r} is not a release "
+                            f"number: use e.g. {DEFAULT_VERSION}")
+        bad = [f"{path}: {issue}" for path, sc in scenarios.items()
+               for issue in system_of(sc, system, args.hadoop_version).issues(sc)]
+        if bad:
+            for line in bad:
+                print(line, file=sys.stderr)
+            return EXIT_BAD_INPUT
     run_scenarios = _function("harness.runner", "run_scenarios", "run")
+    chosen = {"system": system, "hadoop_version": args.hadoop_version} if system else {}
     outcome = run_scenarios(files, args.backend, args.results, args.seed, args.keep,
-                            None if args.quiet else _progress)
+                            None if args.quiet else _progress, **chosen)
     return _exit_for(outcome)
 
 

@@ -28,10 +28,8 @@ from faults.grudge import complete_grudge, directed
 from harness.backends import BackendError, cleanup_all, get_backend
 from harness.scenario import AtTime, Scenario, ScenarioError, load_scenario
 from harness.triggers import LogTailer, TriggerEngine
-from minihdfs import state as cluster_state
-from minihdfs.client import DFSClient
+from harness.systems import SystemUnderTest, system_of
 from minihdfs.events import EventLog
-from minihdfs.routing import Routes
 from minihdfs.rpc import HdfsError
 
 Progress = Callable[[str], None]
@@ -64,8 +62,9 @@ class Run:
     """The state of one run; `execute()` drives it from start to verdict."""
 
     def __init__(self, scenario: Scenario, backend: str, results_dir: str, seed: int | None,
-                 keep: bool, progress: Progress | None):
+                 keep: bool, progress: Progress | None, system: SystemUnderTest | None = None):
         self.scenario = scenario
+        self.system = system or system_of(scenario)
         self.seed = seed if seed is not None else (
             scenario.seed if scenario.seed is not None else random.randrange(1 << 31))
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -106,6 +105,13 @@ class Run:
             cleanup_all()
             backend_cls = get_backend(self.backend_name)
             kw = {"keep": self.keep}
+            if self.system.name != "minihdfs":   # only the local backend runs other systems
+                if self.backend_name != "local":
+                    raise RunError(f"--system {self.system.name} needs --backend local")
+                kw["system"] = self.system
+            issues = self.system.issues(sc)
+            if issues:
+                raise RunError("; ".join(issues))
             self.backend = backend_cls(sc, self.run_id, self.run_dir, self.log, self.seed,
                                        progress=self._progress, **kw)
             self.phase = "cluster"
@@ -337,20 +343,7 @@ class Run:
         raise RunError(f"fault kind {kind!r} is not supported by the runner")
 
     def _block_of(self, path: str, index: int) -> int:
-        client = self._harness_client()
-        try:
-            blocks = client.nn_call("getBlockLocations", path=path)["blocks"]
-        finally:
-            client.close()
-        try:
-            return blocks[index]["block"]
-        except IndexError:
-            raise FaultError(f"{path} has {len(blocks)} blocks; there is no block {index}") from None
-
-    def _harness_client(self) -> DFSClient:
-        return DFSClient("harness", Routes(self.backend.host_routes()),
-                         self.scenario.hadoop_config(), EventLog(None, "harness", "client"),
-                         holder="hdfs-chaos-harness")
+        return self.system.block_of(self.backend, path, index)
 
     # -- the end of a run --------------------------------------------------------------
 
@@ -380,24 +373,19 @@ class Run:
         self.phase = "quiescence"
         start = time.time()
         limit = max(deadline, start + 5.0)
-        client = self._harness_client()
         reached, why, quiet_polls = False, "not checked", 0
-        try:
-            while True:
-                try:
-                    st = client.nn_call("getClusterState", retries=0)
-                    why = _not_quiet(st)
-                    # twice in a row: a command handed out on the last heartbeat is done
-                    quiet_polls = quiet_polls + 1 if why is None else 0
-                    reached = quiet_polls >= 2
-                except (OSError, EOFError, HdfsError) as e:
-                    why, quiet_polls = f"NameNode not answering: {e}", 0
-                if reached or time.time() >= limit:
-                    break
-                self._progress(f"waiting for quiescence: {why}", transient=True)
-                time.sleep(0.5)
-        finally:
-            client.close()
+        while True:
+            try:
+                why = self.system.not_quiet(self.backend)
+                # twice in a row: a command handed out on the last heartbeat is done
+                quiet_polls = quiet_polls + 1 if why is None else 0
+                reached = quiet_polls >= 2
+            except (OSError, EOFError, HdfsError, RuntimeError) as e:
+                why, quiet_polls = f"NameNode not answering: {e}", 0
+            if reached or time.time() >= limit:
+                break
+            self._progress(f"waiting for quiescence: {why}", transient=True)
+            time.sleep(0.5)
         self.log.emit("harness.quiescent", waited=round(time.time() - start, 3), reached=reached,
                       reason=why)
         if not reached:
@@ -405,12 +393,7 @@ class Run:
 
     def _write_final_state(self) -> None:
         self.phase = "final state"
-        client = self._harness_client()
-        try:
-            storages = {dn: self.backend.storage_path(dn) for dn in self.scenario.datanode_ids}
-            doc = cluster_state.final_state(client, storages)
-        finally:
-            client.close()
+        doc = self.system.final_state(self.backend)
         with open(os.path.join(self.run_dir, "final_state.json"), "w") as f:
             json.dump(doc, f, indent=1)
 
@@ -487,28 +470,6 @@ def verify_outcomes(outcomes: list[RunOutcome], progress: Progress | None = None
     return [o.finish(verdicts[o.run_id]) for o in outcomes]
 
 
-def _not_quiet(st: dict) -> str | None:
-    """Why the cluster is not quiescent yet, or None when it is."""
-    live = {d["dn"] for d in st.get("datanodes", []) if d["state"] == "live"}
-    busy = {k: v for k, v in st.get("pending", {}).items() if v}
-    if busy:
-        return "the NameNode still has work queued: " + ", ".join(f"{v} {k}" for k, v in busy.items())
-    for f in st["files"]:
-        if not f["closed"]:
-            return f"{f['path']} is still open (lease {f['holder']})"
-        for b in f["blocks"]:
-            valid = [dn for dn in b["locations"] if dn in live]
-            if b["state"] == "COMPLETE" and len(valid) < min(f["replication"], len(live)):
-                return f"block {b['block']} of {f['path']} has {len(valid)} of {f['replication']} replicas"
-            if b["state"] != "COMPLETE":
-                return f"block {b['block']} of {f['path']} is {b['state']}"
-            stale = [dn for dn, r in b.get("replicas", {}).items()
-                     if dn in live and dn not in b["locations"]]
-            if stale:
-                return f"stale replicas of block {b['block']} on {stale} not yet invalidated"
-    return None
-
-
 def _raise(e: Exception):
     raise e
 
@@ -530,18 +491,23 @@ def _restore_signal_handlers(previous) -> None:
 
 def run_scenario(scenario: Scenario | str, backend: str = "local", results_dir: str = "results",
                  seed: int | None = None, keep: bool = False,
-                 progress: Progress | None = None, verify: bool = True) -> dict | RunOutcome:
+                 progress: Progress | None = None, verify: bool = True,
+                 system: str | None = None, hadoop_version: str | None = None
+                 ) -> dict | RunOutcome:
     """Run one scenario (a Scenario or a YAML path); returns its verdict (verdict.json),
-    or with verify=False the RunOutcome to verify later with others (verify_outcomes)."""
+    or with verify=False the RunOutcome to verify later with others (verify_outcomes).
+    `system`/`hadoop_version` override the scenario's cluster.system/hadoop_version."""
     if isinstance(scenario, str):
         scenario = load_scenario(scenario)
-    outcome = Run(scenario, backend, results_dir, seed, keep, progress).execute()
+    sut = system_of(scenario, system, hadoop_version)
+    outcome = Run(scenario, backend, results_dir, seed, keep, progress, sut).execute()
     return verify_outcomes([outcome], progress)[0] if verify else outcome
 
 
 def run_scenarios(files: list[str], backend: str = "local", results_dir: str = "results",
                   seed: int | None = None, keep: bool = False,
-                  progress: Progress | None = None) -> list[dict]:
+                  progress: Progress | None = None, system: str | None = None,
+                  hadoop_version: str | None = None) -> list[dict]:
     """Validate every file first (nothing runs if one is invalid), run them in turn, then
     verify them all in one Spark batch, printing one result line per scenario."""
     from harness.scenario import validate_files
@@ -552,7 +518,7 @@ def run_scenarios(files: list[str], backend: str = "local", results_dir: str = "
     interrupted = False
     for path in files:
         outcome = run_scenario(scenarios[path], backend, results_dir, seed, keep, progress,
-                               verify=False)
+                               verify=False, system=system, hadoop_version=hadoop_version)
         outcomes.append(outcome)
         if progress:
             progress(f"{outcome.scenario}: run {outcome.status} "

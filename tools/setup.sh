@@ -5,16 +5,25 @@
 #   - Shopify's toxiproxy-server (built with `go install` into tools/bin/),
 #   - with --docker: a Docker engine and mmdebstrap (tools/setup_docker.sh), then the
 #     cluster and Toxiproxy images (skipped when an image of the same sources exists).
+#   - with --hadoop [VERSION] (default 3.4.2; repeatable): a JDK and Maven from Debian's
+#     packages when missing, then that Apache Hadoop release's jars into the per-version
+#     cache (harness/systems/hadoop/fetch.py; skipped when already there).
 # Each missing piece that cannot be installed here is named in one line, with the fix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 want_docker=0
-for arg in "$@"; do
-  case "$arg" in
+hadoop_versions=()
+while [ $# -gt 0 ]; do
+  case "$1" in
     --docker) want_docker=1 ;;
-    *) echo "setup: unknown option $arg (use --docker)" >&2; exit 2 ;;
+    --hadoop)
+      if [ $# -gt 1 ] && [[ "$2" =~ ^[0-9] ]]; then hadoop_versions+=("$2"); shift
+      else hadoop_versions+=("3.4.2"); fi ;;
+    --hadoop=*) hadoop_versions+=("${1#--hadoop=}") ;;
+    *) echo "setup: unknown option $1 (use --docker, --hadoop [VERSION])" >&2; exit 2 ;;
   esac
+  shift
 done
 say() { echo "setup: $*" >&2; }
 fail() { echo "setup: error: $*" >&2; exit 1; }
@@ -70,5 +79,25 @@ if [ "$want_docker" = 1 ]; then
   else
     say "no Docker engine: the docker backend and its tests will be skipped"
   fi
+fi
+# -- Apache Hadoop (optional): a JDK (javac for the workload client), Maven, the jars --
+if [ "${#hadoop_versions[@]}" -gt 0 ]; then
+  for tool in javac:openjdk-17-jdk-headless mvn:maven; do
+    if ! command -v "${tool%%:*}" >/dev/null 2>&1; then
+      if is_root && command -v apt-get >/dev/null 2>&1; then
+        say "installing ${tool#*:} for Hadoop"
+        DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${tool#*:}" >/dev/null \
+          || fail "apt-get install ${tool#*:} failed, and --hadoop needs ${tool%%:*}"
+      else
+        fail "${tool%%:*} is missing and --hadoop needs it: sudo apt-get install ${tool#*:}"
+      fi
+    fi
+  done
+  for v in "${hadoop_versions[@]}"; do
+    say "fetching Apache Hadoop $v (once; cached)"
+    PYTHONPATH="$ROOT" .venv/bin/python -m harness.systems.hadoop.fetch "$v" >/dev/null \
+      || fail "fetching Hadoop $v failed (see above)"
+  done
 fi
 say "ready: .venv/bin/hdfs-chaos"

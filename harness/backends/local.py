@@ -16,9 +16,9 @@ import time
 
 import tenacity
 
-from faults.network import LinkMesh
 from faults.toxiproxy_server import ToxiproxyServer
-from minihdfs.cluster import ClusterError, LocalCluster, pid_alive
+from harness.systems import SystemUnderTest, get_system
+from minihdfs.cluster import ClusterError, pid_alive
 
 from . import Backend, BackendError
 
@@ -26,9 +26,9 @@ REAPER_DIR = os.path.join(tempfile.gettempdir(), f"hdfs-chaos-{os.getuid()}", "l
 
 
 class LocalControl:
-    """NodeControl over a LocalCluster: the verbs node faults use."""
+    """NodeControl over a local cluster of any system: the verbs node faults use."""
 
-    def __init__(self, cluster: LocalCluster, on_change):
+    def __init__(self, cluster, on_change):
         self.cluster, self.on_change = cluster, on_change
 
     def kill(self, node: str) -> None:
@@ -55,12 +55,13 @@ class LocalControl:
 class LocalBackend(Backend):
     name = "local"
 
-    def __init__(self, *args, keep: bool = False, **kw):
+    def __init__(self, *args, keep: bool = False, system: SystemUnderTest | None = None, **kw):
         super().__init__(*args, **kw)
         self.work_dir = os.path.join(self.run_dir, "work")
         self.keep = keep
+        self.system = system or get_system("minihdfs")
         self.toxiproxy: ToxiproxyServer | None = None
-        self.cluster: LocalCluster | None = None
+        self.cluster = None
         self.state_file = os.path.join(REAPER_DIR, f"{self.run_id}.json")
 
     def start(self) -> None:
@@ -74,20 +75,20 @@ class LocalBackend(Backend):
             raise BackendError(f"Toxiproxy could not start: {e} (run tools/build_toxiproxy.sh "
                                "or put toxiproxy-server on PATH)") from e
         self._save_state()
-        self.cluster = LocalCluster(self.work_dir, sc.cluster.datanodes, dict(sc.cluster.config),
-                                    dict(sc.cluster.racks), seed=self.seed,
-                                    events_dir=os.path.join(self.run_dir, "events"),
-                                    logs_dir=os.path.join(self.run_dir, "logs"))
-        self.mesh = LinkMesh(self.toxiproxy.api(), self.cluster.direct_routes(),
-                             sc.client_ids).create()
-        self.cluster.routes_for = self.mesh.routes
+        self.cluster = self.system.make_cluster(self)
+        self.mesh = self.system.make_mesh(self.toxiproxy.api(), self.cluster,
+                                          sc.client_ids).create()
+        self.system.set_routes(self.cluster, self.mesh.routes)
         self.control = LocalControl(self.cluster, self._save_state)
-        self.progress(f"starting the NameNode and {sc.cluster.datanodes} DataNodes")
+        self.progress(f"starting the NameNode and {sc.cluster.datanodes} DataNodes"
+                      + ("" if self.system.name == "minihdfs"
+                         else f" ({self.system.name} {self.system.version})"))
         try:
-            self.cluster.start(wait=False)
+            self.system.start(self.cluster)
         finally:
             self._save_state()
         self._wait_healthy()
+        self.system.start_event_sources(self)
 
     def _wait_healthy(self) -> None:
         retry = tenacity.Retrying(stop=tenacity.stop_after_delay(60),
@@ -95,11 +96,10 @@ class LocalBackend(Backend):
                                   retry=tenacity.retry_if_exception_type(ClusterError))
         for attempt in retry:
             with attempt:
-                self.cluster.wait_healthy(timeout=1.0)
+                self.system.wait_healthy(self.cluster, timeout=1.0)
 
     def start_client(self, client_id: str, ops: list[dict]) -> None:
-        self.cluster.start_client(client_id, ops, seed=self.seed,
-                                  gate_dir=os.path.join(self.work_dir, "gates"))
+        self.system.start_client(self, client_id, ops)
         self._save_state()
 
     def open_gate(self, op_id: str) -> None:
@@ -109,17 +109,20 @@ class LocalBackend(Backend):
             pass
 
     def client_running(self, client_id: str) -> bool:
-        proc = self.cluster.procs.get(client_id)
-        return proc is not None and proc.poll() is None
+        return self.system.client_running(self, client_id)
 
     def storage_path(self, datanode: str) -> str:
-        return self.cluster.nodes[datanode]["storage"]
+        return self.system.storage_path(self.cluster, datanode)
 
     def host_routes(self) -> dict:
         return self.cluster.direct_routes()
 
     def stop(self) -> None:
         if self.cluster is not None:
+            try:
+                self.system.stop_event_sources(self)
+            except Exception:   # the nodes must still stop
+                pass
             for node, spec in list(self.cluster.nodes.items()):
                 if spec.get("pid"):
                     try:
@@ -163,7 +166,7 @@ def _ours(pid: int) -> bool:
             cmd = f.read().replace(b"\0", b" ")
     except OSError:
         return False
-    return b"minihdfs.node" in cmd or b"toxiproxy" in cmd
+    return b"minihdfs.node" in cmd or b"toxiproxy" in cmd or b"hdfs-chaos-node=" in cmd
 
 
 def reap_local(harness_pid: int | None = None) -> list[str]:

@@ -29,6 +29,8 @@ CHECK_IDS: tuple[str, ...] = (
 """The checks of spec/CHECKS.md, and H1 (hdfs-chaos's addition, README)."""
 
 OPERATIONS = ("write", "append", "read", "recover_lease", "truncate")
+SYSTEMS = ("minihdfs", "hadoop")
+"""The systems under test (harness/systems): the mini-HDFS and Apache Hadoop HDFS."""
 OUTCOMES = ("ok", "error")
 
 NAMENODE, DATANODE, CLIENT, HARNESS = "namenode", "datanode", "client", "harness"
@@ -150,9 +152,15 @@ class Cluster:
         "rack of each DataNode, e.g. {dn1: /r1}", default_factory=dict)
     config: dict[str, Any] = spec(HadoopConfig(), "Hadoop keys (spec/MINIHDFS.md) and values, "
                                   "as written", default_factory=dict)
+    system: str = spec(Enum(SYSTEMS, "system"), "the system under test: minihdfs | hadoop "
+                       "(`hdfs-chaos run --system` overrides it)", default="minihdfs",
+                       example="minihdfs")
+    hadoop_version: str | None = spec(Str(r"^[0-9]+\.[0-9]+\.[0-9]+$", "a release such as 3.4.2"),
+                                      "the Apache Hadoop release when system is hadoop "
+                                      "(default 3.4.2)", default=None)
 
     def __hash__(self) -> int:  # racks and config are dicts
-        return hash((self.datanodes, len(self.racks), len(self.config)))
+        return hash((self.datanodes, len(self.racks), len(self.config), self.system))
 
     def hadoop_config(self) -> Config:
         """The parsed configuration (sizes in bytes, durations in seconds)."""
@@ -703,6 +711,11 @@ class Scenario:
                                            "client operations", default=())
     faults: tuple[Fault, ...] = spec(ListOf(FaultType()), "faults to inject", default=())
     expect: Expect = spec(Struct(Expect), "the expected verdict", default_factory=Expect)
+    systems: tuple[str, ...] = spec(ListOf(Enum(SYSTEMS, "system"), min_items=1),
+                                    "the systems this scenario can run on (default: all); "
+                                    "leaving one out needs systems_reason", default=SYSTEMS)
+    systems_reason: str = spec(Text(), "why the scenario cannot run on the systems it leaves "
+                               "out, e.g. a setting the release hard-codes", default="")
     source: str | None = dataclasses.field(default=None, compare=False)
     source_text: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -710,6 +723,21 @@ class Scenario:
     def check(cls, ctx, node, path, values, given):
         if values.get("timeout") == 0:
             ctx.error_at("timeout", "must be more than 0s")
+        systems = values.get("systems") or SYSTEMS
+        if isinstance(systems, (list, tuple)) and set(SYSTEMS) - set(systems) \
+                and not values.get("systems_reason"):
+            ctx.error_at("systems", "a scenario that leaves out a system says why: "
+                         "add systems_reason: ...")
+        cluster = values.get("cluster")
+        if isinstance(cluster, Cluster) and isinstance(systems, (list, tuple)) \
+                and cluster.system not in systems:
+            ctx.error_at("cluster.system", f"{cluster.system} is not in systems "
+                         f"{list(systems)}")
+        if isinstance(cluster, Cluster) and cluster.system == "hadoop":
+            from harness.systems.hadoop.conf import config_issues
+            from harness.systems.hadoop.fetch import DEFAULT_VERSION
+            for issue in config_issues(cluster.config, cluster.hadoop_version or DEFAULT_VERSION):
+                ctx.error_at("cluster.config", issue)
         return values
 
     def __hash__(self) -> int:

@@ -1,0 +1,254 @@
+"""Apache Hadoop HDFS as a system under test (issue 18): the `Hadoop` implementation
+of harness/systems.SystemUnderTest, on the local backend.
+
+The pieces, one module each: fetch.py (a release's jars into a per-version cache),
+conf.py (the scenario's keys per release, the log4j layout), cluster.py (a NameNode and
+DataNodes as separate JVMs, kill/restart/pause/resume on the JVM's pid, readiness by
+JMX), mesh.py (every directed link through its own Toxiproxy proxy at 127.1.x.y,
+reached through per-JVM hosts files), state.py (final_state.json from the NameNode and
+the DataNodes' storage folders). hadoop-logs' branch adds logmap.py/adapter.py (log4j
+lines -> contract events) and java/ (the workload client HdfsChaosClient); this module
+uses them when present (`LogAdapter`, `DEBUG_LOGGERS`, `java/build.sh`), so the merge
+is a wire-up. Until then a scenario whose clients each run one ungated write, append
+or read runs through Hadoop's FsShell (no client events), and nothing else does.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+from . import fetch
+from .conf import config_issues
+
+JAVA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java")
+CLIENT_CLASS = "HdfsChaosClient"
+SHELL_CLASS = "org.apache.hadoop.fs.FsShell"
+_FSSHELL_OPS = {"write": "-put", "append": "-appendToFile", "read": "-cat"}
+
+from harness.backends import BackendError
+from harness.systems import SystemUnderTest
+
+
+class HadoopUnsupported(BackendError):
+    """A scenario (or a part of it) this branch cannot run on Hadoop; the message says why."""
+
+
+def _debug_loggers() -> list[str]:
+    try:
+        from .logmap import DEBUG_LOGGERS
+    except ImportError:
+        return []
+    return list(DEBUG_LOGGERS)
+
+
+class Hadoop(SystemUnderTest):
+    name = "hadoop"
+
+    def __init__(self, version: str | None = None):
+        self.version = version or fetch.DEFAULT_VERSION
+        self.adapters: list = []
+
+    # -- validation ----------------------------------------------------------------------
+
+    def issues(self, scenario) -> list[str]:
+        out = list(config_issues(dict(scenario.cluster.config), self.version))
+        if "hadoop" not in tuple(getattr(scenario, "systems", ("hadoop",))):
+            out.append(f"scenario {scenario.name} does not run on hadoop: "
+                       f"{getattr(scenario, 'systems_reason', '') or 'see its systems:'}")
+        if scenario.cluster.racks:
+            out.append("cluster.racks: racks are not configured on hadoop yet "
+                       "(no topology script); drop them or declare `systems: [minihdfs]`")
+        return out
+
+    # -- the cluster ---------------------------------------------------------------------
+
+    def make_cluster(self, backend):
+        from .cluster import HadoopCluster
+        try:
+            fetch.fetch(self.version)
+        except fetch.FetchError as e:
+            raise BackendError(str(e)) from e
+        sc = backend.scenario
+        return HadoopCluster(backend.work_dir, self.version, sc.cluster.datanodes,
+                             dict(sc.cluster.config),
+                             logs_dir=os.path.join(backend.run_dir, "logs"),
+                             debug_loggers=_debug_loggers())
+
+    def listen(self, cluster) -> dict:
+        return cluster.listen()
+
+    def make_mesh(self, api, cluster, clients):
+        from .mesh import HadoopLinkMesh
+        return HadoopLinkMesh(api, cluster.listen(), clients)
+
+    def set_routes(self, cluster, routes_of) -> None:
+        def routes_for(node: str) -> dict:
+            try:
+                return routes_of(node)
+            except ValueError:      # a node the mesh does not know (the harness's client)
+                return {}
+        cluster.routes_for = routes_for
+
+    def start(self, cluster) -> None:
+        cluster.start(wait=False)
+
+    def wait_healthy(self, cluster, timeout: float = 1.0) -> None:
+        cluster.wait_healthy(timeout=timeout)
+
+    # -- the workload --------------------------------------------------------------------
+
+    def client_classes(self) -> str | None:
+        """HdfsChaosClient compiled for this release (hadoop-logs' java/build.sh), or None
+        when this branch does not have it."""
+        build = os.path.join(JAVA_DIR, "build.sh")
+        if not os.path.isfile(build):
+            return None
+        out = os.path.join(str(fetch.release_dir(self.version)), "classes-client")
+        if not os.path.isfile(os.path.join(out, f"{CLIENT_CLASS}.class")):
+            subprocess.run(["bash", build, str(fetch.lib_dir(self.version)), out], check=True,
+                           capture_output=True)
+        return out
+
+    def client_command(self, backend, client_id: str, ops_path: str, events_path: str,
+                       gate_dir: str) -> list[str]:
+        """The workload client's command line (HADOOP-SHARED.md), as this JVM runs it."""
+        cluster = backend.cluster
+        cluster.add_client(client_id)
+        classes = self.client_classes()
+        if classes is None:
+            raise HadoopUnsupported("the Hadoop workload client (harness/systems/hadoop/java) "
+                                    "is not on this branch")
+        return cluster.java_command(client_id, CLIENT_CLASS,
+                                    ["--node", client_id, "--ops", ops_path, "--events",
+                                     events_path, "--gate-dir", gate_dir,
+                                     "--seed", str(backend.seed), "--fs", cluster.fs_uri],
+                                    [classes])
+
+    def start_client(self, backend, client_id: str, ops: list[dict]) -> None:
+        import json
+        cluster = backend.cluster
+        work = os.path.join(backend.work_dir, "workload")
+        gates = os.path.join(backend.work_dir, "gates")
+        os.makedirs(work, exist_ok=True)
+        os.makedirs(gates, exist_ok=True)
+        ops_path = os.path.join(work, f"{client_id}.json")
+        with open(ops_path, "w") as f:
+            json.dump(ops, f, indent=1)
+        events = os.path.join(backend.run_dir, "events", f"{client_id}.jsonl")
+        if self.client_classes() is not None:
+            cmd = self.client_command(backend, client_id, ops_path, events, gates)
+        else:
+            cmd = self._fsshell_command(backend, client_id, ops)
+        # the client's own events go to <client>.jsonl; its DFSClient's log4j lines
+        # (pipeline errors, recovery) are adapted into a log of their own
+        self._adapt(backend, client_id, "client",
+                    os.path.join(backend.run_dir, "events", f"{client_id}-dfsclient.jsonl"))
+        cluster._spawn(client_id, cmd)
+
+    def _fsshell_command(self, backend, client_id: str, ops: list[dict]) -> list[str]:
+        """Until HdfsChaosClient is merged: one ungated write/append/read per client, run
+        by Hadoop's FsShell with the mini-HDFS workload's content (no client events)."""
+        if len(ops) != 1 or ops[0]["op"] not in _FSSHELL_OPS or ops[0].get("gated") \
+                or ops[0].get("hflush_every") or not ops[0].get("close", True):
+            raise HadoopUnsupported(
+                f"client {client_id}: without HdfsChaosClient (hadoop-logs' branch) a Hadoop "
+                f"client runs one ungated write, append or read without hflush")
+        op = ops[0]
+        args = [_FSSHELL_OPS[op["op"]]]
+        if op["op"] in ("write", "append"):
+            from minihdfs.workload import Content
+            local = os.path.join(backend.work_dir, "workload", f"{client_id}-{op['id']}.data")
+            content = Content(backend.seed)
+            start = 0
+            with open(local, "wb") as f:
+                f.write(content.get(op["path"], start, op["size"]))
+            args += [local, op["path"]]
+            if op["op"] == "write":
+                args.insert(1, "-f")
+                # FsShell -put does not create the parent folder
+                parent = op["path"].rpartition("/")[0] or "/"
+                backend.cluster.run_client(client_id, SHELL_CLASS, ["-mkdir", "-p", parent])
+        else:
+            args.append(op["path"])
+        cluster = backend.cluster
+        cluster.add_client(client_id)
+        return cluster.java_command(client_id, SHELL_CLASS, args)
+
+    def client_running(self, backend, client_id: str) -> bool:
+        return backend.cluster.running(client_id)
+
+    # -- events --------------------------------------------------------------------------
+
+    def start_event_sources(self, backend) -> None:
+        """One LogAdapter (hadoop-logs) per daemon log, into events/<node>.jsonl."""
+        for node, spec in backend.cluster.nodes.items():
+            if spec["role"] != "client":
+                self._adapt(backend, node, spec["role"],
+                            os.path.join(backend.run_dir, "events", f"{node}.jsonl"))
+
+    def _adapt(self, backend, node: str, role: str, events_out: str) -> None:
+        try:
+            from .adapter import LogAdapter
+        except ImportError:
+            return   # hadoop-logs' adapter is not on this branch: no events from logs
+        cluster = backend.cluster
+        a = LogAdapter(raw_log=cluster.nodes[node]["log"], node=node, role=role,
+                       release=self.version, events_out=events_out, hosts=cluster.address_map())
+        a.start()
+        self.adapters.append(a)
+
+    def stop_event_sources(self, backend) -> None:
+        while self.adapters:
+            self.adapters.pop().stop()
+
+    # -- the end of a run ----------------------------------------------------------------
+
+    def not_quiet(self, backend) -> str | None:
+        from .state import namenode_view
+        cluster = backend.cluster
+        bean = cluster.jmx("nn", "Hadoop:service=NameNode,name=FSNamesystem")
+        busy = {k: bean.get(k) for k in ("PendingReplicationBlocks", "UnderReplicatedBlocks",
+                                         "PendingDeletionBlocks", "ScheduledReplicationBlocks")
+                if bean.get(k)}
+        if busy:
+            return "the NameNode still has work queued: " + ", ".join(
+                f"{v} {k}" for k, v in busy.items())
+        view = namenode_view(cluster, read_back=False)
+        live = {d["dn"] for d in view.get("datanode_report", []) if d["state"] == "live"}
+        for f in view["files"]:
+            if not f["closed"]:
+                return f"{f['path']} is still open (lease {f['holder']})"
+            for b in f["blocks"]:
+                if b["state"] != "COMPLETE":
+                    return f"block {b['block']} of {f['path']} is {b['state']}"
+                valid = [dn for dn in b["locations"] if dn in live]
+                if len(valid) < min(f["replication"], len(live)):
+                    return (f"block {b['block']} of {f['path']} has {len(valid)} of "
+                            f"{f['replication']} replicas")
+        return None
+
+    def final_state(self, backend) -> dict:
+        from .state import final_state
+        return final_state(backend.cluster)
+
+    def block_of(self, backend, path: str, index: int) -> int:
+        from faults.base import FaultError
+
+        from .state import namenode_view
+        view = namenode_view(backend.cluster, read_back=False, path=path)
+        blocks = [b for f in view["files"] for b in f["blocks"]]
+        try:
+            return blocks[index]["block"]
+        except IndexError:
+            raise FaultError(f"{path} has {len(blocks)} blocks; there is no block {index}") from None
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

@@ -1,0 +1,409 @@
+"""A local Apache Hadoop HDFS cluster: one NameNode and N DataNodes, each its own JVM
+on loopback, each with its own configuration folder, hosts file, storage and log.
+
+Owns the daemons' life cycle (format once, start, SIGKILL, SIGTERM, SIGSTOP/SIGCONT of
+the JVM itself: the JVM is exec'd directly, never through a shell wrapper, so a kill
+lands on the process that holds the sockets), their configuration (conf.py renders the
+scenario's keys) and readiness (NumLiveDataNodes from the NameNode's JMX servlet).
+
+Routing: node Y is known to every JVM by the host name `Y.hdfs` (`dfs.datanode.hostname`,
+fs.defaultFS `hdfs://nn.hdfs:PORT`, `dfs.*.use.datanode.hostname`); each JVM resolves
+names through its own hosts file (`-Djdk.net.hosts.file`), written from its routing map:
+in the map of source X, peer Y's services are the addresses of the proxies of link
+X -> Y (mesh.py puts them on one address per link, 127.1.x.y, at Y's real ports), so
+the same name leads each source through its own proxy. Daemons bind 127.0.0.1 only,
+which leaves 127.1.x.y free for the proxies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from typing import Callable
+
+from minihdfs.cluster import ClusterError, free_port, pid_alive
+
+from . import conf, fetch
+
+NN_CLASS = "org.apache.hadoop.hdfs.server.namenode.NameNode"
+DN_CLASS = "org.apache.hadoop.hdfs.server.datanode.DataNode"
+DOMAIN = "hdfs"
+
+# Measured by benchmarks/bench_hadoop_start.py on 2 cores: C1 only (no C2 compiles of
+# start-up code nobody runs twice) and the serial collector (no GC threads to compete
+# for the two cores) shorten start-up; small heaps keep 5 JVMs within memory.
+JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xms64m", "-Xmx384m",
+             "-XX:-UsePerfData", "-Djava.net.preferIPv4Stack=true"]
+
+Routes = dict[str, dict[str, str]]
+
+
+def host_name(node: str) -> str:
+    return f"{node}.{DOMAIN}"
+
+
+class HadoopCluster:
+    """The NameNode `nn` and DataNodes `dn1..dnN` of one run, under `directory`."""
+
+    def __init__(self, directory: str, version: str = fetch.DEFAULT_VERSION,
+                 datanodes: int = 3, config: dict | None = None, *,
+                 logs_dir: str | None = None, debug_loggers: list[str] | tuple = (),
+                 jvm_flags: list[str] | None = None, java: str = "java",
+                 role_flags: dict[str, list[str]] | None = None):
+        self.dir = os.path.abspath(directory)
+        self.version = version
+        self.scenario_config = dict(config or {})
+        self.props = {**conf.BASE, **conf.hadoop_keys(self.scenario_config, version)}
+        self.logs_dir = os.path.abspath(logs_dir or os.path.join(self.dir, "logs"))
+        self.debug_loggers = list(debug_loggers)
+        self.jvm_flags = list(JVM_FLAGS if jvm_flags is None else jvm_flags)
+        self.role_flags = dict(role_flags or {})   # e.g. a CDS archive per daemon kind
+        self.java = java
+        self.routes_for: Callable[[str], Routes] | None = None
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.nodes: dict[str, dict] = {}
+        self._add_node("nn", "namenode", rpc=free_port(), http=free_port())
+        for j in range(1, datanodes + 1):
+            self._add_node(f"dn{j}", "datanode", xfer=free_port(), ipc=free_port(),
+                           http=free_port())
+
+    # -- layout ------------------------------------------------------------------------
+
+    def _add_node(self, node: str, role: str, **ports: int) -> dict:
+        spec = {"role": role, "pid": None, "conf": os.path.join(self.dir, "conf", node),
+                "hosts": os.path.join(self.dir, "hosts", node),
+                "storage": os.path.join(self.dir, "storage", node),
+                "log": os.path.join(self.logs_dir, f"{node}.log"),
+                "stdout": os.path.join(self.logs_dir, f"{node}.out")}
+        spec.update({svc: f"127.0.0.1:{port}" for svc, port in ports.items()})
+        self.nodes[node] = spec
+        return spec
+
+    def datanodes(self) -> list[str]:
+        return [n for n, s in self.nodes.items() if s["role"] == "datanode"]
+
+    def listen(self) -> Routes:
+        """Each server's real addresses, by service: the mesh's upstreams."""
+        out: Routes = {}
+        for node, spec in self.nodes.items():
+            if spec["role"] == "namenode":
+                out[node] = {"rpc": spec["rpc"]}
+            elif spec["role"] == "datanode":
+                out[node] = {"xfer": spec["xfer"], "ipc": spec["ipc"]}
+        return out
+
+    def direct_routes(self) -> Routes:
+        return self.listen()
+
+    @property
+    def nn_port(self) -> int:
+        return int(self.nodes["nn"]["rpc"].rpartition(":")[2])
+
+    @property
+    def fs_uri(self) -> str:
+        return f"hdfs://{host_name('nn')}:{self.nn_port}"
+
+    def address_map(self) -> dict[str, str]:
+        """Every way Hadoop names a DataNode or the NameNode in its logs and reports,
+        to the node id: `127.0.0.1:XFER` (the NameNode's key of a DataNode),
+        `dnj.hdfs:PORT`, and the proxies' addresses once routed (LogAdapter `hosts`)."""
+        out = {}
+        for node, spec in self.nodes.items():
+            for svc in ("rpc", "xfer", "ipc", "http"):
+                if svc in spec:
+                    port = spec[svc].rpartition(":")[2]
+                    out[spec[svc]] = node
+                    out[f"{host_name(node)}:{port}"] = node
+        if self.routes_for is not None:
+            for src in list(self.nodes):
+                for peer, services in self.routes_for(src).items():
+                    for addr in services.values():
+                        out[addr] = peer
+        return out
+
+    # -- configuration -----------------------------------------------------------------
+
+    def _common_props(self) -> dict[str, str]:
+        return {**self.props, "fs.defaultFS": self.fs_uri,
+                "dfs.namenode.rpc-address": f"{host_name('nn')}:{self.nn_port}",
+                "hadoop.tmp.dir": os.path.join(self.dir, "tmp")}
+
+    def write_conf(self, node: str) -> str:
+        spec = self.nodes[node]
+        os.makedirs(spec["conf"], exist_ok=True)
+        os.makedirs(self.logs_dir, exist_ok=True)
+        props = self._common_props()
+        if spec["role"] == "namenode":
+            props.update({"dfs.namenode.name.dir": "file://" + spec["storage"],
+                          "dfs.namenode.http-address": spec["http"]})
+        elif spec["role"] == "datanode":
+            props.update({"dfs.datanode.data.dir": "file://" + spec["storage"],
+                          "dfs.datanode.address": spec["xfer"],
+                          "dfs.datanode.ipc.address": spec["ipc"],
+                          "dfs.datanode.http.address": spec["http"],
+                          "dfs.datanode.hostname": host_name(node)})
+        props.update(spec.get("extra_props", {}))
+        conf.write_site(os.path.join(spec["conf"], "core-site.xml"),
+                        {k: v for k, v in props.items()
+                         if k.startswith(("fs.", "hadoop.", "ipc.", "io."))})
+        conf.write_site(os.path.join(spec["conf"], "hdfs-site.xml"), props)
+        conf.write_log4j(os.path.join(spec["conf"], "log4j.properties"), spec["log"],
+                         self.debug_loggers)
+        self.write_hosts(node)
+        return spec["conf"]
+
+    def write_hosts(self, node: str) -> None:
+        """The hosts file of `node`'s JVM: each peer's name at the address of the proxy of
+        the link node -> peer (its real address when unrouted or not dialled)."""
+        spec = self.nodes[node]
+        routes = self.routes_for(node) if self.routes_for and node != "harness" else {}
+        me = socket.gethostname()
+        lines = [f"127.0.0.1 localhost {me}"]
+        for peer in self.nodes:
+            if self.nodes[peer]["role"] == "client":
+                continue
+            addrs = {a.rpartition(":")[0] for a in routes.get(peer, {}).values()}
+            if len(addrs) > 1:
+                raise ClusterError(f"{node}'s routes to {peer} use several hosts {addrs}: "
+                                   f"a host name resolves to one address")
+            lines.append(f"{addrs.pop() if addrs else '127.0.0.1'} {host_name(peer)}")
+        os.makedirs(os.path.dirname(spec["hosts"]), exist_ok=True)
+        with open(spec["hosts"], "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+    def add_client(self, client_id: str, extra_props: dict | None = None) -> dict:
+        """A client JVM's folder: conf (its log into logs/<client>.log) and hosts file."""
+        spec = self.nodes.get(client_id) or self._add_node(client_id, "client")
+        spec["extra_props"] = dict(extra_props or {})   # for this launch only
+        self.write_conf(client_id)
+        return spec
+
+    def classpath(self, node: str, extra: list[str] = ()) -> str:
+        return os.pathsep.join([self.nodes[node]["conf"], *extra, str(fetch.webroot(self.version)),
+                                os.path.join(str(fetch.lib_dir(self.version)), "*")])
+
+    def java_command(self, node: str, main: str, args: list[str] = (),
+                     extra_cp: list[str] = ()) -> list[str]:
+        spec = self.nodes[node]
+        # -Dhdfs-chaos-node names the JVM for the reaper (harness/backends/local.py _ours)
+        return [self.java, *self.jvm_flags, *self.role_flags.get(spec["role"], []),
+                f"-Dhdfs-chaos-node={node}",
+                f"-Djdk.net.hosts.file={spec['hosts']}",
+                f"-Dhadoop.log.dir={self.logs_dir}",
+                f"-Dlog4j.configuration=file:{os.path.join(spec['conf'], 'log4j.properties')}",
+                "-cp", self.classpath(node, list(extra_cp)), main, *args]
+
+    # -- life cycle --------------------------------------------------------------------
+
+    def start(self, timeout: float = 90.0, wait: bool = True) -> "HadoopCluster":
+        if not fetch.is_fetched(self.version):
+            raise ClusterError(f"hadoop {self.version} jars are not fetched: run "
+                               f"tools/setup.sh --hadoop {self.version}")
+        for node in self.nodes:
+            self.write_conf(node)
+        self.format()
+        self.start_node("nn")
+        for dn in self.datanodes():
+            self.start_node(dn)
+        self.save()
+        if wait:
+            self.wait_healthy(timeout)
+        return self
+
+    def format(self) -> None:
+        """Formats the NameNode's storage, once: a restarted run keeps its namespace."""
+        spec = self.nodes["nn"]
+        if os.path.isfile(os.path.join(spec["storage"], "current", "VERSION")):
+            return
+        with open(spec["stdout"], "ab") as out:
+            rc = subprocess.run(self.java_command("nn", NN_CLASS,
+                                                  ["-format", "-force", "-nonInteractive"]),
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                cwd=self.dir, timeout=120).returncode
+        if rc != 0:
+            raise ClusterError(f"NameNode -format failed (exit {rc}); see {spec['stdout']}")
+
+    def start_node(self, node: str) -> None:
+        spec = self.nodes[node]
+        if spec["role"] == "client":
+            raise ClusterError(f"{node} is a client: a crashed client is not started again")
+        self.write_conf(node)   # routes may have changed since the last start
+        os.makedirs(spec["storage"], exist_ok=True)
+        main = NN_CLASS if spec["role"] == "namenode" else DN_CLASS
+        self._spawn(node, self.java_command(node, main))
+
+    def _spawn(self, node: str, cmd: list[str]) -> subprocess.Popen:
+        spec = self.nodes[node]
+        with open(spec["stdout"], "ab") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    cwd=self.dir)
+        self.procs[node] = proc
+        spec["pid"] = proc.pid
+        self.save()
+        return proc
+
+    def start_client(self, client_id: str, main: str, args: list[str],
+                     extra_cp: list[str] = (), extra_props: dict | None = None,
+                     stdout: str | None = None) -> subprocess.Popen:
+        """Starts a client JVM (the workload client, FsShell, ...) as `client_id`."""
+        spec = self.add_client(client_id, extra_props)
+        if stdout:
+            spec["stdout"] = stdout
+        return self._spawn(client_id, self.java_command(client_id, main, args, extra_cp))
+
+    def run_client(self, client_id: str, main: str, args: list[str], timeout: float = 120.0,
+                   extra_props: dict | None = None, stdin: bytes | None = None
+                   ) -> subprocess.CompletedProcess:
+        """Runs a short client JVM to its end (a shell command, the harness's own reads)."""
+        self.add_client(client_id, extra_props)
+        return subprocess.run(self.java_command(client_id, main, args), input=stdin,
+                              capture_output=True, timeout=timeout, cwd=self.dir)
+
+    def running(self, node: str) -> bool:
+        proc = self.procs.get(node)
+        if proc is not None:
+            return proc.poll() is None
+        pid = self.nodes.get(node, {}).get("pid")
+        return bool(pid) and pid_alive(pid)
+
+    def stop_node(self, node: str, timeout: float = 10.0) -> None:
+        """Graceful stop (SIGTERM: Hadoop's shutdown hook runs), SIGKILL if it lingers."""
+        pid = self.nodes[node].get("pid")
+        if pid and pid_alive(pid):
+            _signal(pid, signal.SIGCONT)
+            _signal(pid, signal.SIGTERM)
+            if not self._wait_exit(node, timeout):
+                _signal(pid, signal.SIGKILL)
+                self._wait_exit(node, 5)
+        self.nodes[node]["pid"] = None
+        self.save()
+
+    def kill_node(self, node: str) -> None:
+        """SIGKILL of the JVM: a crash. Storage is kept."""
+        pid = self.nodes[node].get("pid")
+        if pid and pid_alive(pid):
+            _signal(pid, signal.SIGKILL)
+            self._wait_exit(node, 5)
+        self.nodes[node]["pid"] = None
+        self.save()
+
+    def restart_node(self, node: str, down: float = 0.0) -> None:
+        self.stop_node(node)
+        if down:
+            time.sleep(down)
+        self.start_node(node)
+
+    def pause_node(self, node: str) -> None:
+        pid = self._pid(node)
+        os.kill(pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not _all_stopped(pid):
+            time.sleep(0.001)
+
+    def resume_node(self, node: str) -> None:
+        os.kill(self._pid(node), signal.SIGCONT)
+
+    def _pid(self, node: str) -> int:
+        pid = self.nodes.get(node, {}).get("pid")
+        if not pid or not pid_alive(pid):
+            raise ClusterError(f"{node} is not running")
+        return pid
+
+    def _wait_exit(self, node: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        pid = self.nodes[node].get("pid")
+        proc = self.procs.get(node)
+        while time.monotonic() < deadline:
+            if (proc.poll() is not None) if proc is not None else not pid_alive(pid):
+                return True
+            time.sleep(0.02)
+        return False
+
+    def down(self) -> None:
+        for node in reversed(list(self.nodes)):
+            if self.nodes[node].get("pid"):
+                self.stop_node(node, timeout=5.0)
+
+    def pids(self) -> list[int]:
+        return [s["pid"] for s in self.nodes.values() if s.get("pid")]
+
+    def save(self) -> None:
+        os.makedirs(self.dir, exist_ok=True)
+        doc = {"dir": self.dir, "version": self.version, "fs": self.fs_uri, "nodes": self.nodes}
+        tmp = os.path.join(self.dir, "cluster.json.tmp")
+        with open(tmp, "w") as f:
+            json.dump(doc, f, indent=1)
+        os.replace(tmp, os.path.join(self.dir, "cluster.json"))
+
+    # -- JMX ---------------------------------------------------------------------------
+
+    def jmx(self, node: str, query: str, timeout: float = 2.0) -> dict:
+        """One bean of a daemon's /jmx servlet, e.g. `Hadoop:service=NameNode,name=FSNamesystemState`."""
+        url = f"http://{self.nodes[node]['http']}/jmx?qry={query}"
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            beans = json.load(r).get("beans", [])
+        if not beans:
+            raise ClusterError(f"{node} has no JMX bean {query}")
+        return beans[0]
+
+    def live_datanodes(self) -> int:
+        return int(self.jmx("nn", "Hadoop:service=NameNode,name=FSNamesystemState")
+                   ["NumLiveDataNodes"])
+
+    def live_nodes(self) -> dict[str, dict]:
+        """The NameNode's LiveNodes by DataNode id (lastContact etc.), from NameNodeInfo."""
+        raw = self.jmx("nn", "Hadoop:service=NameNode,name=NameNodeInfo")["LiveNodes"]
+        names = self.address_map()
+        return {names.get(info.get("xferaddr"), key): info
+                for key, info in json.loads(raw).items()}
+
+    def wait_healthy(self, timeout: float = 90.0, datanodes: int | None = None) -> float:
+        """Until the NameNode counts `datanodes` (default all) live; returns the seconds
+        waited. Fails early with the log's path when a daemon exits."""
+        want = len(self.datanodes()) if datanodes is None else datanodes
+        start = time.monotonic()
+        why = "not asked yet"
+        while time.monotonic() - start < timeout:
+            for node, proc in self.procs.items():
+                if self.nodes[node]["role"] != "client" and proc.poll() is not None \
+                        and self.nodes[node].get("pid") == proc.pid:
+                    raise ClusterError(f"{node} exited with code {proc.returncode}; see "
+                                       f"{self.nodes[node]['stdout']} and {self.nodes[node]['log']}")
+            try:
+                live = self.live_datanodes()
+                if live >= want:
+                    return time.monotonic() - start
+                why = f"{live} of {want} DataNodes live"
+            except (OSError, urllib.error.URLError, ValueError, KeyError, ClusterError) as e:
+                why = f"NameNode JMX not answering ({e})"
+            time.sleep(0.2)
+        raise ClusterError(f"hadoop cluster not ready within {timeout:.0f}s: {why}")
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _all_stopped(pid: int) -> bool:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                if f.read().rsplit(") ", 1)[1][0] not in "Tt":
+                    return False
+        except (OSError, IndexError):
+            continue
+    return True

@@ -1,0 +1,116 @@
+"""final_state.json of a Hadoop run, in the mini-HDFS's format (minihdfs/state.py,
+harness/reconcile/schema.py FINAL_STATE_SCHEMA): the NameNode's view of every file
+(blocks, GS, lengths, locations as node ids, holder), the leases, every DataNode's
+replicas read from its storage folders, and every file read back.
+
+The NameNode's view and the read-back come from one client JVM running
+javatools/HdfsChaosState.java (compiled once per release into the jar cache); the
+replicas are read straight from disk, which works whether the DataNode is up or not:
+`current/BP-*/current/finalized/subdir*/subdir*/blk_<id>` with `blk_<id>_<gs>.meta`
+beside it (FINALIZED), and `.../rbw/` (RBW; after a restart Hadoop loads these as RWR,
+which the disk does not tell apart). The CRC is zlib's CRC-32 of the data file, as the
+mini-HDFS reports it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import zlib
+
+from minihdfs.cluster import ClusterError
+
+from . import fetch
+
+SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "javatools")
+STATE_CLASS = "HdfsChaosState"
+_META = re.compile(r"^blk_(-?\d+)_(\d+)\.meta$")
+
+
+def tools_dir(version: str) -> str:
+    """The compiled javatools of `version`, built with javac when missing or older
+    than their sources (each release compiles against its own jars)."""
+    out = os.path.join(str(fetch.release_dir(version)), "classes-sut")
+    sources = sorted(os.path.join(SOURCES, n) for n in os.listdir(SOURCES) if n.endswith(".java"))
+    stamp = os.path.join(out, ".built")
+    newest = max(os.path.getmtime(s) for s in sources)
+    if os.path.isfile(stamp) and os.path.getmtime(stamp) >= newest:
+        return out
+    os.makedirs(out, exist_ok=True)
+    proc = subprocess.run(["javac", "-nowarn", "-d", out, "-cp",
+                           os.path.join(str(fetch.lib_dir(version)), "*"), *sources],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ClusterError(f"javac of {SOURCES} for hadoop {version} failed: "
+                           f"{proc.stderr.strip()[-400:]} (is a JDK installed? "
+                           f"sudo apt-get install openjdk-17-jdk-headless)")
+    with open(stamp, "w"):
+        pass
+    return out
+
+
+def scan_storage(storage: str) -> list[dict]:
+    """The replicas in a DataNode's storage folder (read only)."""
+    out = []
+    for root, _dirs, names in os.walk(storage):
+        parts = root.split(os.sep)
+        if "finalized" in parts:
+            state = "FINALIZED"
+        elif "rbw" in parts:
+            state = "RBW"
+        else:
+            continue
+        for name in sorted(names):
+            m = _META.match(name)
+            data = os.path.join(root, f"blk_{m.group(1)}") if m else None
+            if not m or not os.path.exists(data):
+                continue
+            crc, length = 0, 0
+            with open(data, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    crc = zlib.crc32(chunk, crc)
+                    length += len(chunk)
+            out.append({"block": int(m.group(1)), "gs": int(m.group(2)), "len": length,
+                        "state": state, "crc": crc, "offline": True})
+    return sorted(out, key=lambda r: (r["block"], r["gs"]))
+
+
+def namenode_view(cluster, read_back: bool = True, client_id: str = "harness",
+                  path: str | None = None, timeout: float = 120.0) -> dict:
+    """The NameNode's files, leases and DataNodes (and the read-back), locations as ids."""
+    out = os.path.join(cluster.dir, f"state-{client_id}.json")
+    args = ["--out", out] + ([] if read_back else ["--no-read"]) + (["--path", path] if path else [])
+    cluster.add_client(client_id)
+    classes = tools_dir(cluster.version)
+    proc = subprocess.run(cluster.java_command(client_id, STATE_CLASS, args, [classes]),
+                          capture_output=True, text=True, timeout=timeout, cwd=cluster.dir)
+    if proc.returncode != 0 or not os.path.exists(out):
+        raise ClusterError(f"{STATE_CLASS} failed (exit {proc.returncode}): "
+                           f"{proc.stderr.strip()[-600:]}")
+    with open(out) as f:
+        doc = json.load(f)
+    os.unlink(out)
+    names = cluster.address_map()
+    for f in doc["files"]:
+        for b in f["blocks"]:
+            b["locations"] = [names.get(a, a) for a in b["locations"]]
+    for d in doc.get("datanode_report", []):
+        d["dn"] = names.get(d["xfer"], d["xfer"])
+    # one lease per holder with all its paths, as the mini-HDFS's NameNode reports them
+    leases: dict[str, list[str]] = {}
+    for lease in doc.get("leases", []):
+        leases.setdefault(lease["holder"], []).extend(lease["paths"])
+    doc["leases"] = [{"holder": h, "paths": sorted(p)} for h, p in sorted(leases.items())]
+    return doc
+
+
+def final_state(cluster, read_back: bool = True) -> dict:
+    """final_state.json: files, leases, every DataNode's replicas, each file read back."""
+    view = namenode_view(cluster, read_back=read_back)
+    datanodes = {dn: scan_storage(cluster.nodes[dn]["storage"]) for dn in cluster.datanodes()}
+    return {"files": view["files"], "leases": view["leases"], "datanodes": datanodes,
+            "datanode_report": view.get("datanode_report", []),
+            "readback": view["readback"] if read_back else {}, "system": "hadoop",
+            "hadoop_version": cluster.version}
