@@ -1,0 +1,1 @@
+"""Apache Hadoop HDFS as a system under test (the log adapter side: logmap, adapter, java/)."""
