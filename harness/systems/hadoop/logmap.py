@@ -48,11 +48,15 @@ DEFAULT_RELEASE = "3.4.2"
 #   two lines per packet (send, ack): about 2 x 4096 lines for 256 MiB of 64 KiB packets.
 # - org.apache.hadoop.hdfs.client.impl.LeaseRenewer (client): one line per renewal
 #   (client.lease.renew, check L6), every soft limit / 2.
+# - BlockStateChange (NameNode): `BLOCK* <block> recovery started, primary=<dn>`, the only
+#   line naming the primary DataNode of a block recovery (nn.recovery.start, check B1).
+#   Also a few lines per replica received or invalidated, none per packet.
 # Not raised: org.apache.hadoop.hdfs.server.datanode.DataNode (BlockReceiver,
 # DataXceiver, BlockRecoveryWorker log through it): at DEBUG it writes several lines per
 # packet on every DataNode, and the recovery facts it would add are already at INFO.
 DEBUG_LOGGERS: list[str] = [
     "org.apache.hadoop.hdfs.StateChange",
+    "BlockStateChange",
     "org.apache.hadoop.hdfs.DataStreamer",
     "org.apache.hadoop.hdfs.client.impl.LeaseRenewer",
 ]
@@ -74,7 +78,8 @@ OBSERVABLE: dict[str, str | None] = {
     "L1": None,   # nn.lease.add (StateChange DEBUG), remove / reassign (INFO)
     "L2": "needs nn.lease.recover by another requester with force=false: Hadoop's "
           "recoverLease RPC is always forced and its log line names the old holder only",
-    "L3": None,   # LeaseManager `has expired hard limit` + internalReleaseLease
+    "L3": None,   # LeaseManager `has expired hard limit` + internalReleaseLease; the
+                  # renewals from the clients' LeaseRenewer lines (nn.lease.renew)
     "L4": None,   # final_state.json + nn.lease.recover / reassign
     "L5": None,   # holder on allocate (from the lease), update_pipeline, nn.rpc.reject
     "L6": None,   # LeaseRenewer DEBUG `Lease renewed for client`
@@ -191,14 +196,19 @@ class LogMapper:
         self.pending_bump: dict[int, tuple[float, str, str]] = {}   # block -> ts, holder, logger
         self.pending_update: dict[tuple[int, int], dict] = {}
         self.pending_commit: dict[int, dict] = {}
-        self.primary: dict[int, str] = {}
+        self.pending_primary: dict[str, tuple] = {}      # thread -> primary, replicas
+        self.recovering_paths: set[str] = set()          # NN: lease recovery under way
         self.recovery_ctx: dict[int, dict] = {}          # DN: block -> initReplicaRecovery facts
-        self.sync_lists: dict[int, list[dict]] = {}
-        self.recovering: dict[int, dict] = {}            # client: block -> error facts
+        self.sync_lists: dict[int, tuple[list[dict], bool]] = {}
+        self.recovery_ids: dict[int, int] = {}           # DN primary: block -> recovery id
+        self.pending_setup: dict[int, dict] = {}         # client: append / recovery under way
+        self.candidate: dict[int, list[str]] = {}        # client: pipeline being set up
+        self.announced: set[tuple[int, int]] = set()     # client: (block, gs) setups logged
         self.replace_failed: set[tuple[int, int]] = set()
         self.last_error_block: tuple[int, int] | None = None
         self._last: LogLine | None = None
         self.cont_block: int | None = None     # the replica a continuation line describes
+        self.pending_call: str | None = None   # NN: the RPC whose exception the next line names
 
     # -- names ---------------------------------------------------------------------------
 
@@ -239,6 +249,8 @@ class LogMapper:
         else:
             self._last = line
             self.cont_block = None
+            if self.pending_call is not None and "call Call#" not in line.msg:
+                self.pending_call = None
             bare = False
         out: list[dict] = []
         for rule in self.rules:
@@ -353,7 +365,8 @@ def _nn_expired(mp: LogMapper, m: re.Match, ln: LogLine):
 
 def _nn_recover_lease(mp: LogMapper, m: re.Match, ln: LogLine):
     holder, path = m.group(1), m.group(2)
-    mp.path_holder[path] = holder
+    if path not in mp.recovering_paths:
+        mp.path_holder[path] = holder
     # the recoverLease RPC always forces (FSNamesystem.recoverLease); the line's "from
     # client" names the lease's holder, not the caller, so the requester is unknown
     return [_ev("nn.lease.recover", path=path, holder=holder, requester=None, force=True,
@@ -361,14 +374,20 @@ def _nn_recover_lease(mp: LogMapper, m: re.Match, ln: LogLine):
 
 
 def _nn_release_start(mp: LogMapper, m: re.Match, ln: LogLine):
-    mp.path_holder[m.group(2)] = m.group(1)
+    if m.group(2) not in mp.recovering_paths:
+        mp.path_holder[m.group(2)] = m.group(1)
     return []
 
 
+_REPLICA_UC = re.compile(r"ReplicaUC\[\[[^\]]*\][^:\s]*:[A-Z_]+:([^|\]]+)\|(\w+)\]")
+
+
 def _nn_recovery_primary(mp: LogMapper, m: re.Match, ln: LogLine):
-    nodes = mp.nodes_in(m.group(3))
-    if nodes:
-        mp.primary[int(m.group(1))] = nodes[0]
+    # BlockUnderConstructionFeature names no block id: the internalReleaseLease line
+    # that the same thread logs next does
+    replicas = [mp.node_of(a) for a, _ in _REPLICA_UC.findall(m.group(1))]
+    primary = [mp.node_of(a) for a, _ in _REPLICA_UC.findall(m.group(2))]
+    mp.pending_primary[ln.thread] = (primary[0] if primary else None, replicas)
     return []
 
 
@@ -376,19 +395,25 @@ def _nn_release_recovery(mp: LogMapper, m: re.Match, ln: LogLine):
     path, rid, block, gs = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
     old = mp.path_holder.get(path)
     mp.block_path[block] = path
+    primary, replicas = mp.pending_primary.pop(ln.thread, (None, None))
     out = [_ev("nn.recovery.start", path=path, block=block, gs=gs, recovery_id=rid,
-               primary=mp.primary.pop(block, None), pipeline=mp.block_pipeline.get(block)),
+               primary=primary, pipeline=replicas or mp.block_pipeline.get(block)),
            _ev("nn.block.gs_bump", block=block, old_gs=gs, gs=rid, reason="recovery")]
-    if old != NAMENODE_HOLDER:
-        # internalReleaseLease hands the lease to the NameNode before it starts recovery
-        out.append(_ev("nn.lease.reassign", path=path, old_holder=old, holder=NAMENODE_HOLDER))
-        mp.path_holder[path] = NAMENODE_HOLDER
+    if path not in mp.recovering_paths:
+        # internalReleaseLease hands the lease to the recovering holder: the NameNode
+        # itself when its lease monitor found the hard limit expired, else the caller of
+        # recoverLease, whose name the NameNode does not log (holder null)
+        new = NAMENODE_HOLDER if "LeaseManager$Monitor" in ln.thread else None
+        out.append(_ev("nn.lease.reassign", path=path, old_holder=old, holder=new))
+        mp.path_holder[path] = new
+        mp.recovering_paths.add(path)
     return out
 
 
 def _nn_release_closed(mp: LogMapper, m: re.Match, ln: LogLine):
     path = m.group(1)
     holder = mp.path_holder.pop(path, None)
+    mp.recovering_paths.discard(path)
     return [_ev("nn.file.close", path=path, len=None, reason="lease_recovery"),
             _ev("nn.lease.remove", holder=holder, path=path, reason="lease_recovery")]
 
@@ -417,6 +442,7 @@ def _nn_commit_success(mp: LogMapper, m: re.Match, ln: LogLine):
         mp.block_pipeline[block] = req["pipeline"]
     if req["close"] and path:
         holder = mp.path_holder.pop(path, None)
+        mp.recovering_paths.discard(path)
         out += [_ev("nn.file.close", path=path, len=None, reason="block_recovery"),
                 _ev("nn.lease.remove", holder=holder, path=path, reason="block_recovery")]
     return out
@@ -449,6 +475,20 @@ def _nn_reject(mp: LogMapper, m: re.Match, ln: LogLine):
                 holder=holder.group(1) if holder else None, error=error, reason=text[:500])]
 
 
+def _nn_call_failed(mp: LogMapper, m: re.Match, ln: LogLine):
+    # the exception follows on the next line (with its stack trace)
+    mp.pending_call = m.group(1)
+    return []
+
+
+def _nn_call_exception(mp: LogMapper, m: re.Match, ln: LogLine):
+    op, mp.pending_call = mp.pending_call, None
+    if op is None:
+        return []
+    fake = re.match(r"(\w+) (\w+) (.*)", f"{op} {m.group(1)} {m.group(2)}", re.S)
+    return _nn_reject(mp, fake, ln)
+
+
 # -- DataNode ----------------------------------------------------------------------------
 
 def _dn_init_header(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -478,6 +518,7 @@ def _dn_init_change(mp: LogMapper, m: re.Match, ln: LogLine):
 
 def _dn_recover_command(mp: LogMapper, m: re.Match, ln: LogLine):
     block, gs = int(m.group(1)), int(m.group(2))
+    mp.recovery_ids[block] = int(m.group(4))
     return [_ev("dn.recovery.command", block=block, gs=gs, recovery_id=int(m.group(4)),
                 pipeline=mp.nodes_in(m.group(3)))]
 
@@ -492,7 +533,14 @@ def _answers(mp: LogMapper, text: str) -> list[dict]:
 
 
 def _dn_sync_list(mp: LogMapper, m: re.Match, ln: LogLine):
-    mp.sync_lists[int(m.group(1))] = _answers(mp, m.group(3))
+    block, gs, truncate = int(m.group(1)), int(m.group(2)), m.group(3) == "true"
+    answers = _answers(mp, m.group(4))
+    mp.sync_lists[block] = (answers, truncate)
+    if not answers:
+        # no replica with data: syncBlock commits the removal (deleteBlock=true)
+        # without a bestState line
+        return [_ev("dn.recovery.sync", block=block, gs=gs, recovery_id=mp.recovery_ids.get(block),
+                    answers=[], rule="remove", len=0, pipeline=[], new_len=None)]
     return []
 
 
@@ -503,10 +551,11 @@ def _dn_sync_best(mp: LogMapper, m: re.Match, ln: LogLine):
     block = int(m.group(1))
     best, new_gs, new_len = m.group(3), int(m.group(5)), int(m.group(6))
     participants = _answers(mp, m.group(7))
-    answers = mp.sync_lists.pop(block, participants)
+    answers, truncate = mp.sync_lists.pop(block, (participants, False))
     return [_ev("dn.recovery.sync", block=block, gs=int(m.group(2)), recovery_id=new_gs,
-                answers=answers, rule=_RULE.get(best, best.lower()), len=new_len,
-                pipeline=[a["dn"] for a in participants], best_state=best)]
+                answers=answers, rule="truncate" if truncate else _RULE.get(best, best.lower()),
+                len=new_len, pipeline=[a["dn"] for a in participants],
+                new_len=new_len if truncate else None, best_state=best)]
 
 
 def _dn_update_replica(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -566,23 +615,61 @@ def _cl_error_recovery(mp: LogMapper, m: re.Match, ln: LogLine):
     pipeline = mp.nodes_in(m.group(3))
     index = int(m.group(4))
     bad = mp.node_of(m.group(5))
-    mp.recovering[block] = dict(old_gs=gs, bad=bad, path=path)
+    mp.pending_setup[block] = dict(kind="recovery", old_gs=gs, bad=bad, path=path)
     mp.last_error_block = (block, gs)
     return [_ev("client.pipeline.error", path=path, block=block, gs=gs, stage=None,
                 pipeline=pipeline, error_index=index, bad_node=bad, acked=None)]
 
 
+def _cl_append(mp: LogMapper, m: re.Match, ln: LogLine):
+    mp.pending_setup[int(m.group(1))] = dict(kind="append", old_gs=int(m.group(2)))
+    return []
+
+
 def _cl_pipeline(mp: LogMapper, m: re.Match, ln: LogLine):
-    pipeline = mp.nodes_in(m.group(1))
+    # createBlockOutputStream logs the nodes with the block's GS *before* an append or
+    # a recovery bumps it: the setup is announced by the first line that shows the
+    # block streaming (`nodes [...]` or `stage=...`), which has the GS it got
+    mp.candidate[int(m.group(2))] = mp.nodes_in(m.group(1))
+    return []
+
+
+def _cl_streaming(mp: LogMapper, block: int, gs: int, path: str | None,
+                  pipeline: list[str] | None):
+    pending = mp.pending_setup.get(block)
+    cand = pipeline or mp.candidate.get(block)
+    if pending is not None:
+        if gs <= pending["old_gs"] or cand is None:
+            return []
+        del mp.pending_setup[block]
+        mp.candidate.pop(block, None)
+        mp.announced.add((block, gs))
+        if pending["kind"] == "recovery":
+            return [_ev("client.pipeline.recovered", path=path or pending.get("path"), block=block,
+                        old_gs=pending["old_gs"], gs=gs, pipeline=cand)]
+        return [_ev("client.pipeline.setup", path=path, block=block, gs=gs,
+                    stage="PIPELINE_SETUP_APPEND", pipeline=cand)]
+    if (block, gs) in mp.announced or cand is None:
+        return []
+    mp.announced.add((block, gs))
+    mp.candidate.pop(block, None)
+    return [_ev("client.pipeline.setup", path=path, block=block, gs=gs,
+                stage="PIPELINE_SETUP_CREATE", pipeline=cand)]
+
+
+def _cl_nodes(mp: LogMapper, m: re.Match, ln: LogLine):
+    t = _STREAMER_THREAD.search(ln.thread)
+    if not t:
+        return []
+    path, block, gs = t.group(1), int(t.group(2)), int(t.group(3))
+    mp.block_path[block] = path
+    return _cl_streaming(mp, block, gs, path, mp.nodes_in(m.group(1)))
+
+
+def _cl_stage(mp: LogMapper, m: re.Match, ln: LogLine):
     block, gs = int(m.group(2)), int(m.group(3))
-    path = _path_from_thread(mp, ln) or mp.block_path.get(block)
-    rec = mp.recovering.get(block)
-    if rec is not None and gs > rec["old_gs"]:
-        del mp.recovering[block]
-        return [_ev("client.pipeline.recovered", path=path or rec["path"], block=block,
-                    old_gs=rec["old_gs"], gs=gs, pipeline=pipeline)]
-    return [_ev("client.pipeline.setup", path=path, block=block, gs=gs, stage=None,
-                pipeline=pipeline)]
+    return _cl_streaming(mp, block, gs, _path_from_thread(mp, ln) or mp.block_path.get(block),
+                         None)
 
 
 def _cl_bad_ack(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -607,7 +694,11 @@ def _cl_replace_failed(mp: LogMapper, m: re.Match, ln: LogLine):
 
 
 def _cl_renew(mp: LogMapper, m: re.Match, ln: LogLine):
-    return [_ev("client.lease.renew", holder=m.group(1))]
+    # logged once renewLease returned: the NameNode renewed the lease then. The
+    # NameNode logs no line of its own for a renewal, and check L3 needs them, so the
+    # client's line also stands for the NameNode's renewal (`observed_by: client`)
+    return [_ev("client.lease.renew", holder=m.group(1)),
+            _ev("nn.lease.renew", holder=m.group(1), observed_by="client")]
 
 
 def _r(name, role, pattern, handler, bare=False) -> Rule:
@@ -645,7 +736,7 @@ TABLE_3_4: list[Rule] = [
        r"^Recovering \[Lease\.\s+Holder: (\S+?), pending creates: \d+\], src=(/\S*)",
        _nn_release_start),
     _r("recovery_primary", "namenode",
-       r"^BLOCK\* \S*?blk_(-?\d+)_(\d+)\S*.* recovery started, primary=(.*)$",
+       r"^BLOCK\* \{.*replicas=\[(.*)\]\} recovery started, primary=(.*)$",
        _nn_recovery_primary),
     _r("release_recovery", "namenode",
        r"internalReleaseLease: File (/\S*) has not been closed\. Lease recovery is in progress\. "
@@ -669,6 +760,10 @@ TABLE_3_4: list[Rule] = [
     _r("register", "namenode", r"^BLOCK\* registerDatanode: from DatanodeRegistration\(([^,\s]+)",
        _nn_register),
     _r("dead", "namenode", r"^BLOCK\* removeDeadDatanode: lost heartbeat from ([^,\s]+)", _nn_dead),
+    _r("rpc_call_failed", "namenode",
+       r"call Call#\d+ Retry#\d+ \S*?\.(\w+) from \S+$", _nn_call_failed),
+    _r("rpc_call_exception", "namenode",
+       r"^(?:[\w.$]+\.)?(\w+(?:Exception|Error)): (.*)$", _nn_call_exception, bare=True),
     _r("rpc_reject", "namenode",
        r"call Call#\d+ Retry#\d+ \S*?\.(\w+) from .*?: (?:[\w.]+\.)?(\w+(?:Exception|Error)): (.*)$",
        _nn_reject),
@@ -683,14 +778,15 @@ TABLE_3_4: list[Rule] = [
        r"calls recoverBlock\(" + _BLK + r", targets=\[(.*)\], newGenerationStamp=(\d+),",
        _dn_recover_command),
     _r("sync_list", "datanode",
-       r"^BlockRecoveryWorker: block=" + _BLK + r" \(length=\d+\), isTruncateRecovery=\w+, "
+       r"^BlockRecoveryWorker: block=" + _BLK + r" \(length=\d+\), isTruncateRecovery=(\w+), "
        r"syncList=\[(.*)\]$", _dn_sync_list),
     _r("sync_best", "datanode",
        r"^BlockRecoveryWorker: block=" + _BLK + r" \(length=\d+\), bestState=(\w+), newBlock="
        + _BLK + r" \(length=(\d+)\), participatingList=\[(.*)\]$",
        _dn_sync_best),
     _r("update_replica", "datanode",
-       r"^updateReplica: " + _BLK + r", recoveryId=(\d+), length=(\d+), replica=", _dn_update_replica),
+       r"^updateReplica: " + _BLK + r"(?:\[[^\]]*\])?, recoveryId=(\d+), length=(\d+), replica=",
+       _dn_update_replica),
     _r("recover_rbw", "datanode", r"Recovering ReplicaBeingWritten, blk_(-?\d+)_(\d+), (\w+)",
        _dn_recover_rbw),
     _r("truncate", "datanode",
@@ -706,6 +802,9 @@ TABLE_3_4: list[Rule] = [
        r"^Error Recovery for " + _BLK + r" in pipeline \[(.*)\]: datanode (\d+)\("
        r"DatanodeInfoWithStorage\[([^,\]]+)", _cl_error_recovery),
     _r("pipeline", "client", r"^pipeline = \[(.*)\], " + _BLK + r"\s*$", _cl_pipeline),
+    _r("append_block", "client", r"^Append to block " + _BLK, _cl_append),
+    _r("streaming_nodes", "client", r"^nodes \[(.*?)\] storageTypes", _cl_nodes),
+    _r("streaming_stage", "client", r"^stage=(\w+), " + _BLK, _cl_stage),
     _r("replace_best_effort", "client",
        r"^Failed to replace datanode\. Continue with the remaining datanodes since ()",
        _cl_replace_failed),
