@@ -312,6 +312,9 @@ def run_events(node, role):
 def test_real_run_namenode():
     nn = run_events("nn", "namenode")
     by = lambda name: [e for e in nn if e["event"] == name]  # noqa: E731
+    # the log also holds `NameNode -format`'s banners: only the daemon's start counts,
+    # and the daemon was killed (no SHUTDOWN_MSG)
+    assert [e["event"] for e in nn if e["event"] in ("nn.start", "nn.stop")] == ["nn.start"]
     assert [(e["path"], e["holder"]) for e in by("nn.file.create")] == [
         ("/t/a", HOLDER), ("/t/open", HOLDER)]
     assert [(e["path"], e["holder"]) for e in by("nn.file.append")] == [("/t/a", HOLDER)]
@@ -348,6 +351,7 @@ def test_real_run_namenode():
 
 def test_real_run_datanodes_and_client():
     dn1, dn2 = run_events("dn1", "datanode"), run_events("dn2", "datanode")
+    assert [e["event"] for e in dn1 if e["event"].startswith("dn.st")] == ["dn.start"]
     [cmd] = [e for e in dn2 if e["event"] == "dn.recovery.command"]   # dn2 is the primary
     assert not [e for e in dn1 if e["event"] == "dn.recovery.command"]
     [sync] = [e for e in dn2 if e["event"] == "dn.recovery.sync"]
@@ -378,6 +382,19 @@ def test_real_run_datanodes_and_client():
                                                                        1007, "dn1")
     # its lease was gone: no pipeline came back
     assert not [e for e in c1 if e["event"] == "client.pipeline.recovered"]
+
+
+def test_banners_start_and_stop():
+    head = "2026-11-24 03:11:32,757 INFO [main] NameNode/StringUtils: STARTUP_MSG: "
+    down = "2026-11-24 03:11:33,708 INFO [shutdown-hook-0] NameNode/StringUtils$1: SHUTDOWN_MSG: "
+    banner = ["/" + "*" * 60, "STARTUP_MSG: Starting NameNode", "STARTUP_MSG:   host = vm/127.0.0.1"]
+    fmt = [head, *banner, "STARTUP_MSG:   args = [-format, -force, -nonInteractive]",
+           down, "SHUTDOWN_MSG: Shutting down NameNode at vm/127.0.0.1"]
+    run = [head, *banner, "STARTUP_MSG:   args = []",
+           down, "SHUTDOWN_MSG: Shutting down NameNode at vm/127.0.0.1"]
+    assert [e["event"] for e in one(fmt + run, "namenode")] == ["nn.start", "nn.stop"]
+    dn = [line.replace("NameNode", "DataNode") for line in run]
+    assert one(dn, "datanode") == [dict(event="dn.start", replicas=None), dict(event="dn.stop")]
 
 
 # -- releases and observability -----------------------------------------------------------

@@ -209,6 +209,8 @@ class LogMapper:
         self._last: LogLine | None = None
         self.cont_block: int | None = None     # the replica a continuation line describes
         self.pending_call: str | None = None   # NN: the RPC whose exception the next line names
+        self.pending_start = False
+        self.formatting = False
 
     # -- names ---------------------------------------------------------------------------
 
@@ -489,6 +491,31 @@ def _nn_call_exception(mp: LogMapper, m: re.Match, ln: LogLine):
     return _nn_reject(mp, fake, ln)
 
 
+def _startup(mp: LogMapper, m: re.Match, ln: LogLine):
+    # the daemon's banner; its args line (next) tells a real start from `-format`
+    mp.pending_start = True
+    return []
+
+
+def _startup_args(mp: LogMapper, m: re.Match, ln: LogLine):
+    if not mp.pending_start:
+        return []
+    mp.pending_start = False
+    if "-format" in m.group(1):
+        mp.formatting = True
+        return []
+    if mp.role == "namenode":
+        return [_ev("nn.start")]
+    return [_ev("dn.start", replicas=None)]
+
+
+def _shutdown(mp: LogMapper, m: re.Match, ln: LogLine):
+    if mp.formatting:       # the end of `NameNode -format`, not of a daemon
+        mp.formatting = False
+        return []
+    return [_ev("nn.stop" if mp.role == "namenode" else "dn.stop")]
+
+
 # -- DataNode ----------------------------------------------------------------------------
 
 def _dn_init_header(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -767,6 +794,15 @@ TABLE_3_4: list[Rule] = [
     _r("rpc_reject", "namenode",
        r"call Call#\d+ Retry#\d+ \S*?\.(\w+) from .*?: (?:[\w.]+\.)?(\w+(?:Exception|Error)): (.*)$",
        _nn_reject),
+    # NameNode and DataNode: the start-up / shut-down banners (continuation lines)
+    _r("startup_nn", "namenode", r"^STARTUP_MSG: Starting NameNode", _startup, bare=True),
+    _r("startup_args_nn", "namenode", r"^STARTUP_MSG:\s+args = \[(.*)\]", _startup_args,
+       bare=True),
+    _r("shutdown_nn", "namenode", r"^SHUTDOWN_MSG: Shutting down NameNode", _shutdown, bare=True),
+    _r("startup_dn", "datanode", r"^STARTUP_MSG: Starting DataNode", _startup, bare=True),
+    _r("startup_args_dn", "datanode", r"^STARTUP_MSG:\s+args = \[(.*)\]", _startup_args,
+       bare=True),
+    _r("shutdown_dn", "datanode", r"^SHUTDOWN_MSG: Shutting down DataNode", _shutdown, bare=True),
     # DataNode
     _r("init_replica_header", "datanode",
        r"^initReplicaRecovery: blk_(-?\d+)_(\d+), recoveryId=(\d+), replica=", _dn_init_header),
