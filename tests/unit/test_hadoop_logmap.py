@@ -423,3 +423,22 @@ def test_observability_covers_every_check():
 def test_debug_loggers_are_logger_names():
     assert logmap.DEBUG_LOGGERS and all(" " not in n for n in logmap.DEBUG_LOGGERS)
     assert "org.apache.hadoop.hdfs.server.datanode.DataNode" not in logmap.DEBUG_LOGGERS
+
+
+def test_real_setup_failure_is_an_error_then_an_abandon():
+    """Hadoop 3.4.2: a DataNode SIGKILLed just as the client set up a new block's
+    pipeline: the error is a setup error (stage PIPELINE_SETUP_CREATE) and the block is
+    abandoned, which the verifier's P1 leaves to abandonBlock + addBlock."""
+    path = os.path.join(os.path.dirname(__file__), "data", "hadoop-3.4.2-setup-failure", "c1.log")
+    with open(path) as f:
+        evs = strip(map_lines(f, "client", "3.4.2", {"127.0.0.1:45311": "dn1",
+                                                     "127.0.0.1:44469": "dn3",
+                                                     "127.0.0.1:46597": "dn2"}))
+    errors = [e for e in evs if e["event"] in ("client.pipeline.error", "client.pipeline.abandon")]
+    assert errors == [
+        dict(event="client.pipeline.error", path="/t/p", block=1073741828, gs=1004,
+             stage="PIPELINE_SETUP_CREATE", pipeline=["dn1", "dn3"], error_index=0,
+             bad_node="dn1", acked=None),
+        dict(event="client.pipeline.abandon", path="/t/p", block=1073741828, gs=1004,
+             bad_node="dn1")]
+    assert not [e for e in evs if e["event"] == "client.pipeline.recovered"]

@@ -204,6 +204,9 @@ class LogMapper:
         self.pending_setup: dict[int, dict] = {}         # client: append / recovery under way
         self.candidate: dict[int, list[str]] = {}        # client: pipeline being set up
         self.announced: set[tuple[int, int]] = set()     # client: (block, gs) setups logged
+        self.stage: dict[int, str] = {}                  # client: block -> last stage seen
+        self.setup_failed: set[int] = set()              # client: new blocks that failed setup
+        self.bad_node: dict[int, str] = {}               # client: block -> node it blamed
         self.replace_failed: set[tuple[int, int]] = set()
         self.last_error_block: tuple[int, int] | None = None
         self._last: LogLine | None = None
@@ -625,13 +628,16 @@ def _dn_receiving(mp: LogMapper, m: re.Match, ln: LogLine):
 
 # -- client ------------------------------------------------------------------------------
 
-_STREAMER_THREAD = re.compile(r"DataStreamer for file (\S+) block " + _BLK)
+_STREAMER_THREAD = re.compile(r"DataStreamer for file (\S+)(?: block " + _BLK + ")?")
 
 
 def _path_from_thread(mp: LogMapper, ln: LogLine) -> str | None:
+    # "DataStreamer for file /p block BP-..:blk_.." while streaming a block,
+    # "DataStreamer for file /p" between blocks
     t = _STREAMER_THREAD.search(ln.thread)
     if t:
-        mp.block_path[int(t.group(2))] = t.group(1)
+        if t.group(2):
+            mp.block_path[int(t.group(2))] = t.group(1)
         return t.group(1)
     return None
 
@@ -642,9 +648,16 @@ def _cl_error_recovery(mp: LogMapper, m: re.Match, ln: LogLine):
     pipeline = mp.nodes_in(m.group(3))
     index = int(m.group(4))
     bad = mp.node_of(m.group(5))
-    mp.pending_setup[block] = dict(kind="recovery", old_gs=gs, bad=bad, path=path)
+    if path:
+        mp.block_path[block] = path
+    # a new block whose setup failed is abandoned, not recovered (its own stage tells
+    # the verifier so); otherwise the stage the DEBUG lines last showed for the block
+    stage = "PIPELINE_SETUP_CREATE" if block in mp.setup_failed else mp.stage.get(block)
+    if block not in mp.setup_failed:
+        mp.pending_setup[block] = dict(kind="recovery", old_gs=gs, bad=bad, path=path)
+    mp.bad_node[block] = bad
     mp.last_error_block = (block, gs)
-    return [_ev("client.pipeline.error", path=path, block=block, gs=gs, stage=None,
+    return [_ev("client.pipeline.error", path=path, block=block, gs=gs, stage=stage,
                 pipeline=pipeline, error_index=index, bad_node=bad, acked=None)]
 
 
@@ -695,8 +708,20 @@ def _cl_nodes(mp: LogMapper, m: re.Match, ln: LogLine):
 
 def _cl_stage(mp: LogMapper, m: re.Match, ln: LogLine):
     block, gs = int(m.group(2)), int(m.group(3))
+    mp.stage[block] = m.group(1)
     return _cl_streaming(mp, block, gs, _path_from_thread(mp, ln) or mp.block_path.get(block),
                          None)
+
+
+def _cl_create_failed(mp: LogMapper, m: re.Match, ln: LogLine):
+    mp.setup_failed.add(int(m.group(1)))
+    return []
+
+
+def _cl_abandon(mp: LogMapper, m: re.Match, ln: LogLine):
+    block, gs = int(m.group(1)), int(m.group(2))
+    return [_ev("client.pipeline.abandon", path=_path_from_thread(mp, ln) or mp.block_path.get(block),
+                block=block, gs=gs, bad_node=mp.bad_node.get(block))]
 
 
 def _cl_bad_ack(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -839,6 +864,9 @@ TABLE_3_4: list[Rule] = [
        r"DatanodeInfoWithStorage\[([^,\]]+)", _cl_error_recovery),
     _r("pipeline", "client", r"^pipeline = \[(.*)\], " + _BLK + r"\s*$", _cl_pipeline),
     _r("append_block", "client", r"^Append to block " + _BLK, _cl_append),
+    _r("create_failed", "client", r"^Exception in createBlockOutputStream " + _BLK,
+       _cl_create_failed),
+    _r("abandon_block", "client", r"^Abandoning " + _BLK, _cl_abandon),
     _r("streaming_nodes", "client", r"^nodes \[(.*?)\] storageTypes", _cl_nodes),
     _r("streaming_stage", "client", r"^stage=(\w+), " + _BLK, _cl_stage),
     _r("replace_best_effort", "client",
