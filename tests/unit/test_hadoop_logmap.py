@@ -442,3 +442,22 @@ def test_real_setup_failure_is_an_error_then_an_abandon():
         dict(event="client.pipeline.abandon", path="/t/p", block=1073741828, gs=1004,
              bad_node="dn1")]
     assert not [e for e in evs if e["event"] == "client.pipeline.recovered"]
+
+
+# real 3.3.6 lines: an append's updatePipeline, with no bumpBlockGenerationStamp line
+UPD_336 = ("2026-11-24 03:19:52,470 INFO [IPC Server handler 3 on default port 56551] FSNamesystem/FSNamesystem: updatePipeline(blk_1073741827_1003, newGS=1004, newLength=524288, newNodes=[127.0.0.1:59347, 127.0.0.1:51499], client=DFSClient_NONMAPREDUCE_2088789120_1)",
+           "2026-11-24 03:19:52,473 INFO [IPC Server handler 3 on default port 56551] FSNamesystem/FSNamesystem: updatePipeline(blk_1073741827_1003 => blk_1073741827_1004) success")
+
+
+@pytest.mark.parametrize("release", ["3.3.6", "3.2.4"])
+def test_before_3_4_the_pipeline_bump_comes_from_update_pipeline(release):
+    hosts = {"127.0.0.1:59347": "dn1", "127.0.0.1:51499": "dn2"}
+    evs = map_lines(list(UPD_336), "namenode", release, hosts)
+    assert [e["event"] for e in evs] == ["nn.block.gs_bump", "nn.block.update_pipeline"]
+    assert strip(evs)[0] == dict(event="nn.block.gs_bump", block=1073741827, old_gs=1003,
+                                 gs=1004, reason="pipeline",
+                                 holder="DFSClient_NONMAPREDUCE_2088789120_1")
+    assert evs[0]["ts"] < evs[1]["ts"]       # the request's time, not the success line's
+    # the 3.4 table waits for the bump line that 3.4 writes
+    assert [e["event"] for e in map_lines(list(UPD_336), "namenode", "3.4.2", hosts)] == [
+        "nn.block.update_pipeline"]
