@@ -9,6 +9,7 @@ by LogTailer is measured."""
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import signal
 import statistics
@@ -113,3 +114,76 @@ def test_kill_a_pipeline_datanode_mid_write(tmp_path):
           f"{statistics.median(lags) * 1000:.0f} ms, max {max(lags) * 1000:.0f} ms, "
           f"{len(lags)} events; slowest: {timed[:3]}")
     assert statistics.median(lags) < 1.0
+
+
+def test_hard_limit_recovery_after_a_writer_crash(tmp_path):
+    """The writer SIGKILLed with a file open: the NameNode's lease monitor expires the
+    lease at the hard limit, hands it to HDFS_NameNode and recovers the last block; the
+    adapted events say so in the order the checks L1, L3, B1, B2 read them."""
+    classes = hs.build_client(str(tmp_path / "classes"))
+    cluster = hs.HadoopCluster(str(tmp_path / "cluster"), datanodes=2,
+                               conf={"dfs.replication": "2",
+                                     "dfs.namenode.lease-hard-limit-sec": "4"})
+    events_dir = tmp_path / "events"
+    adapters = {}
+    client = None
+    try:
+        for node, role in (("nn", "namenode"), ("dn1", "datanode"), ("dn2", "datanode"),
+                           ("c1", "client")):
+            out = events_dir / (f"{node}.jsonl" if node != "c1" else "c1.hadoop.jsonl")
+            adapters[node] = LogAdapter(cluster.log_of(node), node, role, hs.RELEASE, str(out),
+                                        cluster.hosts).start()
+        cluster.start()
+        ops = tmp_path / "c1.json"
+        ops.write_text(json.dumps([{"id": "w", "op": "write", "path": "/t/h", "size": 3 * MiB // 2,
+                                    "hflush_every": MiB // 2, "close": False, "gated": False}]))
+        client = subprocess.Popen(
+            cluster.client_command(classes, "c1", str(ops), str(events_dir / "c1.jsonl"), seed=SEED),
+            stdout=open(tmp_path / "c1.out", "wb"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+        tailer = LogTailer([events_dir])
+        seen: list[dict] = []
+        deadline = time.monotonic() + 90
+        killed_at = None
+        while time.monotonic() < deadline:
+            seen += tailer.read_new()
+            if killed_at is None and any(e["event"] == "client.hflush"
+                                         and e["offset"] == 3 * MiB // 2 for e in seen):
+                client.kill()                       # crash_client: SIGKILL of the JVM
+                client.wait(10)
+                killed_at = time.time()
+            if any(e["event"] == "nn.file.close" and e["path"] == "/t/h" for e in seen):
+                break
+            time.sleep(0.02)
+        tailer.close()
+    finally:
+        if client is not None and client.poll() is None:
+            client.kill()
+        cluster.stop()
+        for a in adapters.values():
+            a.stop()
+    assert killed_at is not None
+    holder = [e for e in seen if e["event"] == "client.start"][0]["holder"]
+    nn = [e for e in seen if e["node"] == "nn"]
+    names = [e["event"] for e in nn]
+    assert [e["event"] for e in nn if e.get("path") == "/t/h" or e.get("holder") == holder][:2] == [
+        "nn.file.create", "nn.lease.add"]
+    [exp] = [e for e in nn if e["event"] == "nn.lease.expired"]
+    assert exp["holder"] == holder and exp["limit"] == "hard"
+    assert exp["ts"] - killed_at < 4 + 3, "expired later than the hard limit + 2 monitor runs"
+    [re_] = [e for e in nn if e["event"] == "nn.lease.reassign"]
+    assert (re_["old_holder"], re_["holder"]) == (holder, "HDFS_NameNode")
+    [start] = [e for e in nn if e["event"] == "nn.recovery.start"]
+    assert start["primary"] in ("dn1", "dn2") and start["recovery_id"] > start["gs"]
+    [commit] = [e for e in nn if e["event"] == "nn.recovery.commit"]
+    assert commit["recovery_id"] == start["recovery_id"] and commit["close"] is True
+    [close] = [e for e in nn if e["event"] == "nn.file.close"]
+    assert close["reason"] == "block_recovery"
+    [remove] = [e for e in nn if e["event"] == "nn.lease.remove" and e["path"] == "/t/h"]
+    assert remove["holder"] == "HDFS_NameNode"
+    assert names.index("nn.lease.expired") < names.index("nn.recovery.start") < names.index(
+        "nn.recovery.commit")
+    syncs = [e for e in seen if e["event"] == "dn.recovery.sync"]
+    # the last block (1 MiB blocks) held the last hflushed half MiB: none of it lost
+    assert len(syncs) == 1 and syncs[0]["len"] == commit["len"] == MiB // 2
+    shutil.copytree(events_dir, tmp_path / "kept-events")
