@@ -354,7 +354,7 @@ def _nn_update_success(mp: LogMapper, m: re.Match, ln: LogLine):
     pipeline = req.get("pipeline")
     if pipeline is not None:
         mp.block_pipeline[block] = pipeline
-    return [*_with_ts(out), _ev(
+    return [*_own_time(out), _ev(
         "nn.block.update_pipeline", path=mp.block_path.get(block), block=block, old_gs=old_gs,
         gs=new_gs, len=req.get("len"), pipeline=pipeline, holder=req.get("holder"))]
 
@@ -369,7 +369,7 @@ def _nn_update_success_implied(mp: LogMapper, m: re.Match, ln: LogLine):
     return _nn_update_success(mp, m, ln)
 
 
-def _with_ts(events: list[dict]) -> list[dict]:
+def _own_time(events: list[dict]) -> list[dict]:
     # events that carry their own ts/source/logger (an earlier line's) keep them
     return [dict(e, _keep=True) for e in events]
 
@@ -402,7 +402,7 @@ def _nn_recovery_primary(mp: LogMapper, m: re.Match, ln: LogLine):
     # that the same thread logs next does
     replicas = [mp.node_of(a) for a, _ in _REPLICA_UC.findall(m.group(1))]
     primary = [mp.node_of(a) for a, _ in _REPLICA_UC.findall(m.group(2))]
-    mp.pending_primary[ln.thread] = (primary[0] if primary else None, replicas)
+    mp.pending_primary[ln.thread] = (primary[0] if primary else None, replicas, ln.ts)
     return []
 
 
@@ -410,7 +410,11 @@ def _nn_release_recovery(mp: LogMapper, m: re.Match, ln: LogLine):
     path, rid, block, gs = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
     old = mp.path_holder.get(path)
     mp.block_path[block] = path
-    primary, replicas = mp.pending_primary.pop(ln.thread, (None, None))
+    # the primary line of the same call, just before; a leftover of a truncate's
+    # recovery on the same handler thread (no internalReleaseLease line) is too old
+    primary, replicas, at = mp.pending_primary.pop(ln.thread, (None, None, 0.0))
+    if ln.ts - at > 1.0:
+        primary, replicas = None, None
     out = [_ev("nn.recovery.start", path=path, block=block, gs=gs, recovery_id=rid,
                primary=primary, pipeline=replicas or mp.block_pipeline.get(block)),
            _ev("nn.block.gs_bump", block=block, old_gs=gs, gs=rid, reason="recovery")]
