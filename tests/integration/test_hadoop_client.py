@@ -33,6 +33,11 @@ C1_OPS = [
      "close": True, "gated": False},
     {"id": "r1", "op": "read", "path": "/t/a", "size": 0, "hflush_every": None, "close": True,
      "gated": False},
+    # a cut inside the second block: Hadoop truncates it by a truncate recovery
+    {"id": "t1", "op": "truncate", "path": "/t/a", "new_len": MiB + 1000, "size": 0,
+     "hflush_every": None, "close": True, "gated": False},
+    {"id": "r3", "op": "read", "path": "/t/a", "size": 0, "hflush_every": None, "close": True,
+     "gated": False},
     {"id": "w2", "op": "write", "path": "/t/open", "size": MiB + 512 * KiB,
      "hflush_every": 512 * KiB, "close": False, "gated": False},
 ]
@@ -99,7 +104,8 @@ def test_java_client_events_and_bytes(hadoop_run):
         read_events(hadoop_run["events"]["c1"]))))
     assert {e["node"] for e in c1} == {"c1"} and {e["role"] for e in c1} == {"client"}
     ends = {e["op_id"]: e for e in c1 if e["event"] == "client.op.end"}
-    assert all(ends[i]["ok"] for i in ("w1", "a1", "r1", "w2")), ends
+    assert all(ends[i]["ok"] for i in ("w1", "a1", "r1", "t1", "r3", "w2")), ends
+    assert ends["t1"]["len"] == MiB + 1000
     holder = c1[0]["holder"]
     assert c1[0]["event"] == "client.start" and holder.startswith("DFSClient_")
     content = Content(SEED)
@@ -127,8 +133,9 @@ def test_java_client_events_and_bytes(hadoop_run):
         ("/t/a", 2 * MiB + 512 * KiB, True), ("/t/a", 3 * MiB + 188 * KiB, True)]
     # the bytes on HDFS, read back through DistributedFileSystem
     total = 3 * MiB + 188 * KiB
-    read = [e for e in c1 if e["event"] == "client.read"][0]
+    read, cut = [e for e in c1 if e["event"] == "client.read"]
     assert (read["len"], read["crc"]) == (total, zlib.crc32(content.get("/t/a", 0, total)))
+    assert (cut["len"], cut["crc"]) == (MiB + 1000, zlib.crc32(content.get("/t/a", 0, MiB + 1000)))
     # the second client recovered the lease of the file c1 kept open: closed with at
     # least the hflushed bytes, all of them the workload's
     c2 = own_events(hadoop_run["events"]["c2"])
@@ -178,6 +185,8 @@ def test_daemon_and_client_logs_map_to_contract_events(hadoop_run):
     assert all(a["holder"] == holder for a in alloc)
     assert any(e["event"] == "nn.file.complete" and e["path"] == "/t/a" for e in nn)
     assert any(e["event"] == "nn.file.append" and e["path"] == "/t/a" for e in nn)
+    assert [(e["path"], e["len"]) for e in nn if e["event"] == "nn.file.truncate"] == [
+        ("/t/a", MiB + 1000)]
     # the append to a partial last block bumps its GS through updatePipeline
     upd = [e for e in nn if e["event"] == "nn.block.update_pipeline"]
     bumps = [e for e in nn if e["event"] == "nn.block.gs_bump" and e["reason"] == "pipeline"]
@@ -193,12 +202,15 @@ def test_daemon_and_client_logs_map_to_contract_events(hadoop_run):
     assert any(e["event"] == "nn.file.close" and e["path"] == "/t/open"
                and e["reason"] == "block_recovery" for e in nn), names
     dn = mapped("dn1", "datanode") + mapped("dn2", "datanode")
-    inits = [e for e in dn if e["event"] == "dn.recovery.init_replica"]
-    assert len(inits) == 2 and {i["recovery_id"] for i in inits} == {start[-1]["recovery_id"]}
+    inits = [e for e in dn if e["event"] == "dn.recovery.init_replica"
+             and e["recovery_id"] == start[-1]["recovery_id"]]
+    assert len(inits) == 2
     assert all(i["len"] is not None for i in inits)
     syncs = [e for e in dn if e["event"] == "dn.recovery.sync"]
-    assert len(syncs) == 1 and sorted(syncs[0]["pipeline"]) == ["dn1", "dn2"]
-    assert syncs[0]["len"] == commit[-1]["len"] and syncs[0]["rule"] == "min_rbw"
+    # the truncate's recovery of /t/a's second block, then the lease recovery of /t/open
+    assert [(s["rule"], s["len"]) for s in syncs] == [("truncate", 1000),
+                                                       ("min_rbw", commit[-1]["len"])]
+    assert all(sorted(s["pipeline"]) == ["dn1", "dn2"] for s in syncs)
     fin = [e for e in dn if e["event"] == "dn.replica.state" and e["state"] == "FINALIZED"]
     assert {(e["block"], e["gs"]) for e in fin} >= {(commit[-1]["block"], commit[-1]["gs"])}
     client = mapped("c1", "client")

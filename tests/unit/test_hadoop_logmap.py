@@ -461,3 +461,19 @@ def test_before_3_4_the_pipeline_bump_comes_from_update_pipeline(release):
     # the 3.4 table waits for the bump line that 3.4 writes
     assert [e["event"] for e in map_lines(list(UPD_336), "namenode", "3.4.2", hosts)] == [
         "nn.block.update_pipeline"]
+
+
+def test_truncate_delete_and_rename_of_the_namenode():
+    """Real 3.4.2 lines: truncate's INFO line, and the audit log's delete and rename."""
+    lines = [
+        "2026-11-24 03:45:53,130 INFO [IPC Server handler 6 on default port 58461] StateChange/FSNamesystem: DIR* NameSystem.truncate: src=/t/a newLength=1049576",
+        "2026-11-24 03:45:53,133 INFO [IPC Server handler 6 on default port 58461] audit/FSNamesystem$FSNamesystemAuditLogger: allowed=true\tugi=root (auth:SIMPLE)\tip=/127.0.0.1\tcmd=truncate\tsrc=/t/a\tdst=null\tperm=root:supergroup:rw-r--r--\tproto=rpc",
+        "2026-11-24 03:45:54,133 INFO [IPC Server handler 1 on default port 58461] audit/FSNamesystem$FSNamesystemAuditLogger: allowed=true\tugi=root (auth:SIMPLE)\tip=/127.0.0.1\tcmd=delete\tsrc=/t/b\tdst=null\tperm=null\tproto=rpc",
+        "2026-11-24 03:45:55,133 INFO [IPC Server handler 2 on default port 58461] audit/FSNamesystem$FSNamesystemAuditLogger: allowed=true\tugi=root (auth:SIMPLE)\tip=/127.0.0.1\tcmd=rename\tsrc=/t/c\tdst=/t/d\tperm=root:supergroup:rw-r--r--\tproto=rpc",
+        # refused: nothing changed
+        "2026-11-24 03:45:56,133 INFO [IPC Server handler 2 on default port 58461] audit/FSNamesystem$FSNamesystemAuditLogger: allowed=false\tugi=root (auth:SIMPLE)\tip=/127.0.0.1\tcmd=delete\tsrc=/t/e\tdst=null\tperm=null\tproto=rpc",
+    ]
+    assert one(lines, "namenode") == [
+        dict(event="nn.file.truncate", path="/t/a", len=1049576, ok=None),
+        dict(event="nn.file.delete", path="/t/b"),
+        dict(event="nn.file.rename", path="/t/c", dst="/t/d")]

@@ -4,6 +4,9 @@ made of the NameNode's, DataNodes' and DFSClient's log4j lines.
 
 - `lease`: a writer keeps a file open after hflushing it; a second client's recoverLease
   closes it through block recovery (tests/integration/test_hadoop_client.py).
+- `hard-limit`: the writer SIGKILLed with its file open; the NameNode's lease monitor
+  expires the lease at the hard limit (4 s) and recovers the file
+  (tests/integration/test_hadoop_adapter_live.py).
 - `pipeline`: a DataNode of the writer's pipeline SIGKILLed mid-block; the client
   rebuilds the pipeline without it (tests/integration/test_hadoop_adapter_live.py).
 
@@ -49,6 +52,12 @@ def verdicts(spark, tmp_path_factory):
     dirs = [
         _copy(os.path.join(DATA, "lease"), str(root / "lease")),
         _copy(os.path.join(DATA, "pipeline"), str(root / "pipeline")),
+        _copy(os.path.join(DATA, "hard-limit"), str(root / "hard-limit")),
+        # the NameNode's recovery of the expired lease never logged: L3 must fail
+        _copy(os.path.join(DATA, "hard-limit"), str(root / "hard-limit-never-recovered"),
+              drop=lambda e: e["node"] == "nn" and e["event"] in (
+                  "nn.lease.expired", "nn.lease.reassign", "nn.lease.remove", "nn.file.close",
+                  "nn.recovery.start", "nn.recovery.commit", "nn.block.gs_bump")),
         # the client's rebuilt pipeline not logged: P1 must fail
         _copy(os.path.join(DATA, "pipeline"), str(root / "pipeline-no-rebuild"),
               drop=lambda e: e["event"] == "client.pipeline.recovered"),
@@ -82,4 +91,7 @@ def test_lease_and_block_recovery_on_hadoop_are_judged(verdicts):
     for check in ("L1", "L5", "B1", "B2"):
         assert verdicts["lease"][check] == "pass", check
     assert verdicts["lease-no-primary"]["B1"] == "fail"
+    for check in ("L1", "L3", "B1", "B2"):
+        assert verdicts["hard-limit"][check] == "pass", check
+    assert verdicts["hard-limit-never-recovered"]["L3"] == "fail"
     assert verdicts["lease-short-sync"]["B2"] == "fail"

@@ -494,6 +494,19 @@ def _nn_reject(mp: LogMapper, m: re.Match, ln: LogLine):
                 holder=holder.group(1) if holder else None, error=error, reason=text[:500])]
 
 
+def _nn_truncate(mp: LogMapper, m: re.Match, ln: LogLine):
+    # whether the cut was done at once or needs a truncate recovery is not on this
+    # line (ok: null); the recovery's own events follow
+    return [_ev("nn.file.truncate", path=m.group(1), len=int(m.group(2)), ok=None)]
+
+
+def _nn_audit(mp: LogMapper, m: re.Match, ln: LogLine):
+    cmd, src, dst = m.group(1), m.group(2), m.group(3)
+    if cmd == "delete":
+        return [_ev("nn.file.delete", path=src)]
+    return [_ev("nn.file.rename", path=src, dst=dst)]
+
+
 def _nn_call_failed(mp: LogMapper, m: re.Match, ln: LogLine):
     # the exception follows on the next line (with its stack trace)
     mp.pending_call = m.group(1)
@@ -783,6 +796,11 @@ TABLE_3_4: list[Rule] = [
     _r("append_file", "namenode",
        r"^DIR\* NameSystem\.appendFile: src=(/\S*?), holder=([^,]+),", _nn_append_file),
     _r("complete", "namenode", r"^DIR\* completeFile: (/\S*) is closed by (\S+)", _nn_complete),
+    _r("truncate", "namenode", r"^DIR\* NameSystem\.truncate: src=(/\S*) newLength=(\d+)",
+       _nn_truncate),
+    # the audit log (INFO): namespace changes the write path does not log elsewhere
+    _r("audit", "namenode", r"^allowed=true\s.*?\bcmd=(delete|rename)\s+src=(\S+)\s+dst=(\S+)",
+       _nn_audit),
     _r("abandon", "namenode", r"^BLOCK\* NameSystem\.abandonBlock: " + _BLK + r" of file (/\S*)",
        _nn_abandon),
     _r("bump", "namenode", r"^bumpBlockGenerationStamp\(" + _BLK + r", client=(\S+?)\) success",
