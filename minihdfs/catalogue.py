@@ -29,6 +29,11 @@ NAMENODE = {
     "nn.internal_error",       # {reason}: a bug caught, the daemon goes on
     # fields added to contract events: nn.lease.add carries `reason: restart` for a
     # lease restored at NameNode start
+    # fields added by the Hadoop log adapter (harness/systems/hadoop/logmap.py): every
+    # adapted event carries `source: "hadoop-log"` and `logger` (the log4j logger/caller
+    # of its line); nn.lease.renew carries `observed_by: "client"` when it comes from the
+    # client's "Lease renewed" line (the NameNode logs no renewal); nn.recovery.commit
+    # carries `old_gs`
 }
 
 DATANODE = {
@@ -47,6 +52,13 @@ DATANODE = {
     "dn.replica.short",        # {block, gs, len, offset}: data file shorter than recorded
     "dn.internal_error",       # {reason}: a bug caught, the daemon goes on
     "dn.pipeline.oob",         # {block, gs, upstream, status}: OOB RESTART ack sent
+    # adapted from Hadoop's DataNode log (harness/systems/hadoop/logmap.py)
+    "dn.replica.recover_rbw",  # {block, gs, state}: recoverRbw of a pipeline recovery (old GS)
+    "dn.replica.truncate",     # {block, gs, old_len, len}: an RBW cut to the acked length
+    "dn.pipeline.stage",       # {block, gs, stage, holder}: opWriteBlock's stage (DEBUG)
+    "dn.pipeline.receive",     # {block, gs, upstream}: "Receiving <block> src: .. dest: .."
+    # fields added to contract events: dn.recovery.sync carries `best_state` (Hadoop's
+    # bestState) when adapted from Hadoop's log
     # fields added to contract events: dn.stop carries `restart`; dn.replica.state has
     # `reason: restart_saved` for an RBW replica saved by a shutdown for restart;
     # dn.recovery.sync carries `ignored` (answers left out: length 0 or an older GS)
@@ -66,6 +78,9 @@ CLIENT = {
     "client.checksum.error",   # {path, block, dn, offset}
     "client.pipeline.restart_wait",     # {path, block, dn, timeout}: OOB RESTART ack
     "client.pipeline.restart_timeout",  # {path, block, dn, timeout}: not back in time
+    # adapted from Hadoop's DFSClient log (harness/systems/hadoop/logmap.py)
+    "client.pipeline.ack_error",        # {path, block, gs, status, dn}: "Bad response .. from datanode"
+    "client.pipeline.replace_failed",   # {path, block, gs, policy, pipeline, best_effort}
     # fields added to contract events: client.pipeline.replace also carries `stage` (the
     # recovery stage it was decided in; a closing pipeline adds no node) and `reason`;
     # client.stream.open also carries `stream` (the client's number of the output stream,
