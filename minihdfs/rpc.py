@@ -65,9 +65,10 @@ def _closed_by_peer(sock: socket.socket) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _signature(method) -> dict[str, tuple[tuple[type, ...], bool]]:
-    """{argument: (accepted JSON types, None allowed)} of an rpc_ method, from its type
-    hints; an argument whose hint is not a plain JSON type is not checked."""
+def _signature(method) -> dict[str, tuple[tuple[type, ...], bool, tuple[type, ...]]]:
+    """{argument: (accepted JSON types, None allowed, accepted item types of a list or
+    ()}) of an rpc_ method, from its type hints; an argument whose hint is not a plain
+    JSON type is not checked."""
     try:
         hints = typing.get_type_hints(method)
         params = inspect.signature(method).parameters
@@ -83,6 +84,7 @@ def _signature(method) -> dict[str, tuple[tuple[type, ...], bool]]:
         options = typing.get_args(hint) if isinstance(hint, types.UnionType) \
             or typing.get_origin(hint) is typing.Union else (hint,)
         accepted: list[type] = []
+        items: tuple[type, ...] = ()
         for option in options:
             if option is type(None):
                 allow_none = True
@@ -92,8 +94,11 @@ def _signature(method) -> dict[str, tuple[tuple[type, ...], bool]]:
                 accepted = []
                 break
             accepted += plain[base]
+            inner = typing.get_args(option)
+            if base is list and len(inner) == 1 and (typing.get_origin(inner[0]) or inner[0]) in plain:
+                items = plain[typing.get_origin(inner[0]) or inner[0]]
         if accepted:
-            out[name] = (tuple(accepted), allow_none)
+            out[name] = (tuple(accepted), allow_none, items)
     return out
 
 
@@ -105,7 +110,7 @@ def argument_problem(method, args: dict) -> str | None:
         inspect.signature(method).bind(**args)
     except TypeError as e:
         return str(e)
-    for name, (accepted, allow_none) in _signature(getattr(method, "__func__", method)).items():
+    for name, (accepted, allow_none, items) in _signature(getattr(method, "__func__", method)).items():
         if name not in args:
             continue
         value = args[name]
@@ -116,6 +121,11 @@ def argument_problem(method, args: dict) -> str | None:
         if not isinstance(value, accepted):
             return (f"argument {name} must be {'/'.join(t.__name__ for t in accepted)}, "
                     f"not {type(value).__name__}")
+        if items and isinstance(value, list):
+            for i, x in enumerate(value):
+                if isinstance(x, bool) and bool not in items or not isinstance(x, items):
+                    return (f"argument {name}[{i}] must be "
+                            f"{'/'.join(t.__name__ for t in items)}, not {type(x).__name__}")
     return None
 
 
