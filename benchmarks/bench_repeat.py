@@ -18,6 +18,7 @@ import collections
 import glob
 import json
 import os
+import re
 import sys
 import time
 
@@ -36,7 +37,9 @@ def agreement(verdicts: list[dict]) -> dict:
         for c in v.get("checks", []):
             checks[c["id"]][c.get("status")] += 1
         for e in v.get("expect", []):
-            expect[e.get("what", "?")][e.get("status")] += 1
+            # "every recovery within 15s (worst 0.066s)": the measurement is no part of
+            # which expectation it is
+            expect[re.sub(r"\s*\([^)]*\)", "", e.get("what", "?"))][e.get("status")] += 1
         if not v.get("checks"):
             checks["(no checks: " + str(v.get("error") or v.get("run_status")) + ")"]["none"] += 1
     runs = len(verdicts)
@@ -51,11 +54,22 @@ def agreement(verdicts: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("scenarios", nargs="+", help="scenario files or globs")
+    p.add_argument("scenarios", nargs="*", help="scenario files or globs")
     p.add_argument("--times", type=int, default=10, help="runs per scenario (default 10)")
     p.add_argument("--backend", default="local")
     p.add_argument("--out", default="results/repeat", help="results and report folder")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: report on the verdict.json files already in --out")
     args = p.parse_args(argv)
+    if args.report_only:
+        by_name: dict[str, list[dict]] = collections.defaultdict(list)
+        for path in sorted(glob.glob(os.path.join(args.out, "*", "verdict.json"))):
+            with open(path) as f:
+                v = json.load(f)
+            by_name[v.get("scenario", "?")].append(v)
+        return write_report(by_name, args, 0.0, 0.0)
+    if not args.scenarios:
+        p.error("name the scenarios to repeat (files or globs), or give --report-only")
     files = sorted({f for pattern in args.scenarios for f in (glob.glob(pattern) or [pattern])})
     scenarios, issues = validate_files(files)
     if issues:
@@ -80,10 +94,17 @@ def main(argv: list[str] | None = None) -> int:
     by_name: dict[str, list[dict]] = collections.defaultdict(list)
     for o, v in zip(flat, verdicts):
         by_name[o.scenario].append(v)
+    return write_report(by_name, args, run_time, verify_time)
+
+
+def write_report(by_name: dict[str, list[dict]], args, run_time: float,
+                 verify_time: float) -> int:
     report = {name: agreement(vs) for name, vs in by_name.items()}
     total = sum(len(r["checks"]) + len(r["expect"]) for r in report.values())
     bad = sum(len(r["disagree"]) for r in report.values())
-    lines = [f"# Verdict agreement: {args.times} runs per scenario ({args.backend})", "",
+    times = sorted({r["runs"] for r in report.values()})
+    lines = [f"# Verdict agreement: {'/'.join(map(str, times))} runs per scenario "
+             f"({args.backend})", "",
              f"runs {run_time:.0f} s, verification {verify_time:.0f} s; "
              f"{total - bad} of {total} checks and expectations agree across runs", "",
              "| scenario | runs | passed | checks agreeing | disagreeing (statuses) |",
@@ -99,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(os.path.join(args.out, "repeat.md"), "w") as f:
         f.write(text)
     with open(os.path.join(args.out, "repeat.json"), "w") as f:
-        json.dump({"times": args.times, "backend": args.backend, "run_seconds": run_time,
+        json.dump({"times": times, "backend": args.backend, "run_seconds": run_time,
                    "verify_seconds": verify_time, "scenarios": report}, f, indent=1)
     print(text)
     return 1 if bad else 0
