@@ -22,8 +22,10 @@ def run_objects(engine, harness_pid: int) -> list[str]:
     ours = {"label": [f"{backend.PROJECT_LABEL}={backend.PROJECT}", backend.HARNESS_LABEL]}
     def made_by(labels):
         return (labels or {}).get(backend.HARNESS_LABEL, "").split(":")[1:2] == [str(harness_pid)]
-    return ([f"container {c.name}" for c in engine.containers.list(all=True, filters=ours)
-             if made_by(c.labels)]
+    # sparse: no inspect per container, which fails on one removed meanwhile (a reaper)
+    return ([f"container {(c.attrs.get('Names') or [c.id[:12]])[0].lstrip('/')}"
+             for c in engine.containers.list(all=True, sparse=True, filters=ours)
+             if made_by(c.attrs.get("Labels"))]
             + [f"network {n.name}" for n in engine.networks.list(filters=ours)
                if made_by(n.attrs.get("Labels"))]
             + [f"volume {v.name}" for v in engine.volumes.list(filters=ours)
