@@ -9,7 +9,6 @@ import time
 import pytest
 
 from harness.backends import docker as backend
-from harness.backends.reaper import REAPER_LABEL
 from tests.census import CENSUS_SCENARIO, PHASES, Harness, wait_clean
 
 # The reaper sees its stdin close at once; removing ~6 containers, a network and 4

@@ -25,7 +25,6 @@ import random
 import socket
 import struct
 import time
-import zlib
 
 import pytest
 
