@@ -32,6 +32,8 @@ import toxiproxy
 from toxiproxy import exceptions as toxiproxy_errors
 from toxiproxy.api import APIConsumer
 
+from minihdfs import lifeline
+
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 TOXIPROXY_VERSION = "v2.12.0"
 BINARY_NAME = "toxiproxy-server"
@@ -113,8 +115,8 @@ class ToxiproxyServer:
 
     Use as a context manager or call start()/stop(). Proxies it creates listen wherever
     they are told (the mesh asks for `127.0.0.1:0`). The process is also stopped when
-    the interpreter exits (weakref.finalize runs at exit), so an aborted run leaves no
-    server behind; only SIGKILL of the harness itself can orphan it.
+    the interpreter exits (weakref.finalize runs at exit), and the kernel kills it when
+    the harness dies any other way, SIGKILL included (minihdfs.lifeline).
     """
 
     def __init__(self, binary: str | None = None, host: str = "127.0.0.1",
@@ -145,7 +147,8 @@ class ToxiproxyServer:
                 self.port = free_port(self.host)
             out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
             try:
-                self.process = subprocess.Popen(
+                # tied to this process: a harness killed with SIGKILL leaves no server
+                self.process = lifeline.popen(
                     [binary, "-host", self.host, "-port", str(self.port)],
                     stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                     env=dict(os.environ, LOG_LEVEL=self.log_level))

@@ -335,6 +335,10 @@ def _run_dirs(arguments: Iterable[str]) -> list[str]:
     missing = [d for d in arguments if not Path(d).is_dir()]
     if missing:
         raise UserError(f"not a run folder: {', '.join(missing)}")
+    from harness.rundir import check_run_dirs   # before a JVM starts: one line, exit 2
+    problem = check_run_dirs(list(arguments))
+    if problem:
+        raise UserError(problem)
     return list(arguments)
 
 

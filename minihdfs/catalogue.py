@@ -27,6 +27,8 @@ NAMENODE = {
     "nn.replica.corrupt",      # {dn, block, gs, reason}
     "nn.dn.alive",             # {dn}: a stale or dead node heard from again
     "nn.internal_error",       # {reason}: a bug caught, the daemon goes on
+    "nn.rpc.malformed",        # {op, error, reason}: a request refused before any handler
+                               # ran (bad frame, unknown op, arguments not fitting the op)
     # fields added to contract events: nn.lease.add carries `reason: restart` for a
     # lease restored at NameNode start
     # fields added by the Hadoop log adapter (harness/systems/hadoop/logmap.py): every
@@ -51,6 +53,8 @@ DATANODE = {
     "dn.replica.invalidate",   # {block, gs}
     "dn.replica.short",        # {block, gs, len, offset}: data file shorter than recorded
     "dn.internal_error",       # {reason}: a bug caught, the daemon goes on
+    "dn.rpc.malformed",        # {op, error, reason}: as nn.rpc.malformed, DataNode RPC
+    "dn.xfer.malformed",       # {op, error, reason}: a data-transfer op header refused
     "dn.pipeline.oob",         # {block, gs, upstream, status}: OOB RESTART ack sent
     # adapted from Hadoop's DataNode log (harness/systems/hadoop/logmap.py)
     "dn.replica.recover_rbw",  # {block, gs, state}: recoverRbw of a pipeline recovery (old GS)

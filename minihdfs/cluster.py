@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Callable
 
+from . import lifeline
 from .config import Config, ConfigError
 from .routing import Routes
 from .rpc import RpcClient
@@ -79,6 +80,9 @@ class LocalCluster:
         self.conf = Config(self.config_raw)
         self.seed = seed
         self.routes_for = routes_for
+        # True: every process dies with this one, even on SIGKILL (minihdfs.lifeline);
+        # the harness sets it, `cluster up` (nodes outlive the command) does not
+        self.tie_to_parent = False
         self.procs: dict[str, subprocess.Popen | None] = {}
         self.nodes: dict[str, dict] = {}
         racks = racks or {}
@@ -144,7 +148,7 @@ class LocalCluster:
         os.makedirs(spec["storage"], exist_ok=True)
         out = open(spec["stdout"], "ab")
         env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        proc = subprocess.Popen(self.command(node), stdout=out, stderr=subprocess.STDOUT,
+        proc = self._popen(self.command(node), stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True,
                                 cwd=self.dir)
         out.close()
@@ -177,13 +181,18 @@ class LocalCluster:
                "--workload", spec["workload"], "--seed", str(seed), "--gate-dir", spec["gate_dir"]]
         out = open(spec["stdout"], "ab")
         env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        proc = self._popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True, cwd=self.dir)
         out.close()
         self.procs[client_id] = proc
         spec["pid"] = proc.pid
         self.save()
         return proc
+
+    def _popen(self, *args, **kwargs) -> subprocess.Popen:
+        if getattr(self, "tie_to_parent", False):
+            return lifeline.popen(*args, **kwargs)
+        return subprocess.Popen(*args, **kwargs)
 
     def stop_node(self, node: str, timeout: float = 10.0) -> None:
         """Graceful stop (SIGTERM), SIGKILL if it does not go in time."""

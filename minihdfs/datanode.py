@@ -73,7 +73,9 @@ class DataNode:
                 self.emit("dn.replica.state", block=r.block, gs=r.gs, len=r.num_bytes, state=RBW,
                           reason="restart_saved")
         host, port = wire.parse_addr(self._rpc_addr)
-        self.rpc_server = RpcServer(host, port, self, self._log_internal)
+        self.rpc_server = RpcServer(host, port, self, self._log_internal,
+                                    lambda op, error, reason: self.emit(
+                                        "dn.rpc.malformed", op=op, error=error, reason=reason))
         self.rpc_server.serve_forever()
         xhost, xport = wire.parse_addr(self._xfer_addr)
         self.xfer_sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -323,11 +325,49 @@ class DataNode:
             threading.Thread(target=self._xceiver, args=(conn,), daemon=True,
                              name="xceiver").start()
 
+    # The fields of each data-transfer op header and their JSON types (bool is not int):
+    # checked before the op runs, so a header with "block": "7" is refused, not coerced.
+    _HEADER_FIELDS = {
+        "READ_BLOCK": {"block": int, "offset": int, "len": int, "gs": (int, None)},
+        "WRITE_BLOCK": {"block": int, "gs": int, "stage": str, "targets": (list, None),
+                        "client": (str, None), "src": (str, None), "bpc": (int, None),
+                        "min_bytes": (int, None), "max_bytes": (int, None), "old_gs": (int, None)},
+        "TRANSFER_BLOCK": {"block": int, "gs": int, "targets": list, "stage": str,
+                           "client": (str, None), "min_len": (int, None)},
+    }
+
+    @classmethod
+    def check_header(cls, header: dict) -> None:
+        """ValueError naming the first field of an op header that is missing or of the
+        wrong type (None marks an optional field)."""
+        op = header.get("op")
+        fields = cls._HEADER_FIELDS.get(op) if isinstance(op, str) else None
+        if fields is None:
+            raise ValueError(f"unknown op {op!r}")
+        for name, want in fields.items():
+            types_ = want if isinstance(want, tuple) else (want,)
+            optional = None in types_
+            types_ = tuple(t for t in types_ if t is not None)
+            if name not in header or header[name] is None:
+                if optional:
+                    continue
+                raise ValueError(f"{op}: field {name} is missing")
+            value = header[name]
+            if isinstance(value, bool) or not isinstance(value, types_):
+                raise ValueError(f"{op}: field {name} must be "
+                                 f"{'/'.join(t.__name__ for t in types_)}, "
+                                 f"not {type(value).__name__}")
+        if "targets" in header and header["targets"] is not None and \
+                not all(isinstance(t, str) for t in header["targets"]):
+            raise ValueError(f"{op}: targets must be node names")
+
     def _xceiver(self, conn: socket.socket) -> None:
         conn.settimeout(self.socket_timeout)
+        op = None
         try:
             header = wire.recv_message(conn)
             op = header.get("op")
+            self.check_header(header)
             if op == "WRITE_BLOCK":
                 BlockReceiver(self, conn, header).run()
             elif op == "READ_BLOCK":
@@ -335,8 +375,10 @@ class DataNode:
             elif op == "TRANSFER_BLOCK":
                 self._transfer_block(conn, header)
             else:
-                wire.send_message(conn, {"status": "ERROR", "message": f"unknown op {op!r}"})
+                raise ValueError(f"unknown op {op!r}")
         except (wire.MalformedFrame, KeyError, TypeError, ValueError) as e:
+            self.emit("dn.xfer.malformed", op=op if isinstance(op, str) else None,
+                      error=type(e).__name__, reason=str(e)[:500])
             try:
                 wire.send_message(conn, {"status": "ERROR", "message": f"bad request: {e}"})
             except OSError:
@@ -619,7 +661,8 @@ class BlockReceiver:
         self.responder.start()
         try:
             self._receive_packets()
-        except (OSError, EOFError, wire.MalformedFrame) as e:
+        except (OSError, EOFError, wire.MalformedFrame, HdfsError) as e:   # HdfsError: a
+            # packet at an offset beyond the bytes on disk (fsdataset.write_packet)
             if not self._stopped.is_set():
                 dn.emit("dn.pipeline.error", block=self.block, gs=self.gs, peer=self.src,
                         error=type(e).__name__, reason=f"receive: {e}")

@@ -59,6 +59,23 @@ class DatanodeDescriptor:
         self.recover: list[dict] = []
 
 
+_REPLICA_RECORD = {"block": int, "gs": int, "len": int, "state": str}
+
+
+def _check_records(op: str, records: list, fields: dict[str, type]) -> None:
+    """TypeError (answered as MalformedFrame and logged by the RPC server) naming the
+    first record of a DataNode's or reader's report that lacks a field or has one of the
+    wrong type: checked before the report changes anything, so a bad one is all refused."""
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            raise TypeError(f"{op}: item {i} must be an object, not {type(r).__name__}")
+        for name, want in fields.items():
+            value = r.get(name)
+            if isinstance(value, bool) or not isinstance(value, want):
+                raise TypeError(f"{op}: item {i}: field {name} must be {want.__name__}, "
+                                f"not {type(value).__name__}")
+
+
 class NameNode:
     def __init__(self, node_id: str, conf: Config, storage: str, events: EventLog,
                  seed: int | None = None):
@@ -717,6 +734,7 @@ class NameNode:
 
     def rpc_reportBadBlocks(self, blocks: list[dict]) -> bool:
         """A reader found a corrupt replica: it no longer counts, and is replaced."""
+        _check_records("reportBadBlocks", blocks, {"block": int, "dn": str})
         with self.lock:
             for item in blocks:
                 info = self.blocks.get(int(item["block"]))
@@ -934,6 +952,7 @@ class NameNode:
             return {"commands": commands}
 
     def rpc_blockReport(self, dn: str, replicas: list[dict]) -> bool:
+        _check_records("blockReport", replicas, _REPLICA_RECORD)   # before anything changes
         with self.lock:
             self._datanode(dn)
             reported = {int(r["block"]) for r in replicas}
@@ -945,6 +964,9 @@ class NameNode:
             return True
 
     def rpc_blockReceivedAndDeleted(self, dn: str, reports: list[dict]) -> bool:
+        _check_records("blockReceivedAndDeleted", reports, {"kind": str, "block": int})
+        _check_records("blockReceivedAndDeleted",
+                       [r for r in reports if r["kind"] != "deleted"], _REPLICA_RECORD)
         with self.lock:
             self._datanode(dn)
             for r in reports:

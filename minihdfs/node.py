@@ -70,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         node = NameNode(args.id, conf, args.storage, events, seed=args.seed)
         node.start()
         host, port = wire.parse_addr(args.rpc)
-        server = RpcServer(host, port, node, lambda m: events.emit("nn.internal_error", reason=m[-2000:]))
+        server = RpcServer(host, port, node, lambda m: events.emit("nn.internal_error", reason=m[-2000:]),
+                           lambda op, error, reason: events.emit("nn.rpc.malformed", op=op,
+                                                                 error=error, reason=reason))
         server.serve_forever()
         stop.wait()
         server.close()

@@ -8,11 +8,15 @@ A server exposes the `rpc_<op>` methods of a handler object. A reply is either
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import select
 import socket
 import threading
 import traceback
+import types
+import typing
 from typing import Any, Callable
 
 from . import wire
@@ -60,12 +64,83 @@ def _closed_by_peer(sock: socket.socket) -> bool:
     return bool(readable)
 
 
-class RpcServer:
-    """A threaded TCP server calling `handler.rpc_<op>(**args)` for each request frame."""
+@functools.lru_cache(maxsize=None)
+def _signature(method) -> dict[str, tuple[tuple[type, ...], bool, tuple[type, ...]]]:
+    """{argument: (accepted JSON types, None allowed, accepted item types of a list or
+    ()}) of an rpc_ method, from its type hints; an argument whose hint is not a plain
+    JSON type is not checked."""
+    try:
+        hints = typing.get_type_hints(method)
+        params = inspect.signature(method).parameters
+    except Exception:   # an unresolvable hint: check nothing rather than reject good calls
+        return {}
+    plain = {int: (int,), float: (int, float), str: (str,), bool: (bool,), list: (list,),
+             dict: (dict,)}
+    out = {}
+    for name, hint in hints.items():
+        if name == "return" or name not in params:
+            continue
+        allow_none = params[name].default is None
+        options = typing.get_args(hint) if isinstance(hint, types.UnionType) \
+            or typing.get_origin(hint) is typing.Union else (hint,)
+        accepted: list[type] = []
+        items: tuple[type, ...] = ()
+        for option in options:
+            if option is type(None):
+                allow_none = True
+                continue
+            base = typing.get_origin(option) or option
+            if base not in plain:
+                accepted = []
+                break
+            accepted += plain[base]
+            inner = typing.get_args(option)
+            if base is list and len(inner) == 1 and (typing.get_origin(inner[0]) or inner[0]) in plain:
+                items = plain[typing.get_origin(inner[0]) or inner[0]]
+        if accepted:
+            out[name] = (tuple(accepted), allow_none, items)
+    return out
 
-    def __init__(self, host: str, port: int, handler: Any, log_error: Callable[[str], None] = None):
+
+def argument_problem(method, args: dict) -> str | None:
+    """Why `args` do not fit the rpc_ method's signature (missing, unknown, or of the
+    wrong JSON type: a bool is not an int), or None. Checked before the handler runs, so
+    a request with a path of 123 is refused instead of reaching the namespace."""
+    try:
+        inspect.signature(method).bind(**args)
+    except TypeError as e:
+        return str(e)
+    for name, (accepted, allow_none, items) in _signature(getattr(method, "__func__", method)).items():
+        if name not in args:
+            continue
+        value = args[name]
+        if value is None and allow_none:
+            continue
+        if isinstance(value, bool) and bool not in accepted:
+            return f"argument {name} must be {'/'.join(t.__name__ for t in accepted)}, not bool"
+        if not isinstance(value, accepted):
+            return (f"argument {name} must be {'/'.join(t.__name__ for t in accepted)}, "
+                    f"not {type(value).__name__}")
+        if items and isinstance(value, list):
+            for i, x in enumerate(value):
+                if isinstance(x, bool) and bool not in items or not isinstance(x, items):
+                    return (f"argument {name}[{i}] must be "
+                            f"{'/'.join(t.__name__ for t in items)}, not {type(x).__name__}")
+    return None
+
+
+class RpcServer:
+    """A threaded TCP server calling `handler.rpc_<op>(**args)` for each request frame.
+
+    A request it cannot take (a malformed frame, an unknown operation, arguments that do
+    not fit the operation's signature) is answered with MalformedFrame and reported to
+    `log_reject(op, error, reason)`, so the daemon's log shows what it refused."""
+
+    def __init__(self, host: str, port: int, handler: Any, log_error: Callable[[str], None] = None,
+                 log_reject: Callable[[Any, str, str], None] = None):
         self.handler = handler
         self.log_error = log_error or (lambda msg: None)
+        self.log_reject = log_reject or (lambda op, error, reason: None)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
@@ -91,6 +166,7 @@ class RpcServer:
                 try:
                     req = wire.recv_message(conn)
                 except wire.MalformedFrame as e:
+                    self._rejected(None, str(e))
                     self._reply_quietly(conn, {"id": None, "ok": False, "error": "MalformedFrame",
                                                "message": str(e)})
                     return
@@ -106,17 +182,29 @@ class RpcServer:
         rid, op, args = req.get("id"), req.get("op"), req.get("args", {})
         method = getattr(self.handler, f"rpc_{op}", None) if isinstance(op, str) else None
         if method is None or not isinstance(args, dict):
-            return {"id": rid, "ok": False, "error": "MalformedFrame",
-                    "message": f"unknown operation {op!r} or bad arguments"}
+            message = f"unknown operation {op!r} or bad arguments"
+            self._rejected(op, message)
+            return {"id": rid, "ok": False, "error": "MalformedFrame", "message": message}
+        problem = argument_problem(method, args)
+        if problem is not None:
+            self._rejected(op, f"{op}: {problem}")
+            return {"id": rid, "ok": False, "error": "MalformedFrame", "message": f"{op}: {problem}"}
         try:
             return {"id": rid, "ok": True, "result": method(**args)}
         except HdfsError as e:
             return {"id": rid, "ok": False, "error": type(e).__name__, "message": str(e)}
         except TypeError as e:
+            self._rejected(op, f"{op}: {e}")
             return {"id": rid, "ok": False, "error": "MalformedFrame", "message": f"{op}: {e}"}
         except Exception as e:  # a bug in a handler must not take the daemon down
             self.log_error(f"{op}: {traceback.format_exc()}")
             return {"id": rid, "ok": False, "error": "InternalError", "message": f"{op}: {e!r}"}
+
+    def _rejected(self, op: Any, reason: str) -> None:
+        try:
+            self.log_reject(op if isinstance(op, str) else None, "MalformedFrame", reason[:500])
+        except Exception:   # logging must never take the connection's thread down
+            pass
 
     @staticmethod
     def _reply_quietly(conn: socket.socket, reply: dict) -> None:

@@ -13,8 +13,9 @@ results/<run-id>/events as on the local backend, stamped by the host's clock.
 
 Every container, network and volume carries the project label, the run id, and the
 harness that made it (host, pid, process start time). `stop()` removes what the run
-made, on every exit path; `reap_docker()` (through `cleanup_all()`, which every run
-calls first) removes what a killed harness left. Nothing without our labels is touched.
+made, on every exit path; the run's reaper container (reaper.py) removes it all when
+the harness dies, SIGKILL included; `reap_docker()` (through `cleanup_all()`, which
+every run calls first) removes whatever a killed harness still left. Nothing without our labels is touched.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from minihdfs.events import EventLog
 from minihdfs.rpc import RpcClient
 
 from . import Backend, BackendError
+from .reaper import start_reaper
 
 PROJECT = "hdfs-chaos"
 PROJECT_LABEL = "org.hdfs-chaos.project"
@@ -393,6 +395,7 @@ class DockerBackend(Backend):
         self._client_starts: dict[str, Any] = {}   # client -> Future of its container start
         self._stopped = False
         self._lock = threading.RLock()
+        self.reaper = None   # removes the run's objects if this harness dies (reaper.py)
 
     # -- labels and paths
     def labels(self, **extra: str) -> dict[str, str]:
@@ -414,6 +417,9 @@ class DockerBackend(Backend):
         with _LIVE_LOCK:
             _LIVE_RUNS.add(self.run_id)
         self._ensure_images()
+        # before any object of the run exists: from here on a SIGKILLed harness leaves nothing
+        self.reaper = start_reaper(self.docker, self.image, self.labels(),
+                                   f"{self.prefix}-reaper", self.progress)
         for sub in ("routes", "workload", "gates"):
             os.makedirs(os.path.join(self.work_dir, sub), exist_ok=True)
         os.makedirs(self.events_dir, exist_ok=True)
@@ -689,6 +695,8 @@ class DockerBackend(Backend):
         finally:
             if not self.keep:
                 shutil.rmtree(self.work_dir, ignore_errors=True)
+            if self.reaper is not None:   # finds nothing left, and goes
+                self.reaper.release()
             self.docker.close()
             self._forget()
 

@@ -1,8 +1,10 @@
 """The local backend: every node a process on 127.0.0.1 (the mini-HDFS launcher), and
 Toxiproxy a local process with one proxy per directed link.
 
-While a run is live, its pids are listed in a state file under the reaper folder; the
-next run (or `hdfs-chaos cleanup`) kills what a killed harness left there.
+Every process of a run (nodes, clients, Toxiproxy) is tied to the harness with
+minihdfs.lifeline: the kernel kills it when the harness dies, SIGKILL included. While a
+run is live, its pids are also listed in a state file under the reaper folder; the next
+run (or `hdfs-chaos cleanup`) kills anything listed there that is still ours.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ class LocalBackend(Backend):
         self.mesh = self.system.make_mesh(self.toxiproxy.api(), self.cluster,
                                           sc.client_ids).create()
         self.system.set_routes(self.cluster, self.mesh.routes)
+        self.cluster.tie_to_parent = True   # SIGKILL of the harness takes every node along
         self.control = LocalControl(self.cluster, self._save_state)
         self.progress(f"starting the NameNode and {sc.cluster.datanodes} DataNodes"
                       + ("" if self.system.name == "minihdfs"

@@ -83,8 +83,14 @@ class Context:
         self.error(self.mark_of(path), path, message)
 
     def value(self, node: yaml.Node) -> Any:
-        """The plain Python value of a node (YAML 1.1 types: int, float, bool, str, ...)."""
-        return self._constructor.construct_object(node, deep=True)
+        """The plain Python value of a node (YAML 1.1 types: int, float, bool, str, ...);
+        INVALID, with an issue at the node, for a value Python cannot hold (an integer of
+        thousands of digits is refused by int())."""
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except (ValueError, OverflowError) as e:
+            self.error(node, "", f"cannot read this value: {str(e).split(';')[0]}")
+            return INVALID
 
     def refer(self, what: str, value: str, path: str, node: yaml.Node,
               roles: tuple[str, ...] = (), needs: str = "") -> None:
@@ -214,7 +220,11 @@ class Text(Str):
         value = self.scalar(ctx, node, path)
         if value is INVALID:
             return value
-        return str(value)
+        if value is not None and not isinstance(value, str):
+            # `description: yes` would otherwise become the text "True"
+            ctx.error(node, path, f"expected text, got {value!r} (write '{node.value}' in quotes)")
+            return INVALID
+        return "" if value is None else value
 
     def schema(self, defs):
         return {"type": "string"}
@@ -516,11 +526,14 @@ class Struct(ValueType):
             if f is None:
                 ctx.error(knode, sub, f"unknown key {key!r}{did_you_mean(key, fields)}")
                 continue
-            given.add(key)
             if is_null(vnode):
+                # an empty value is "not given": the checks of keys one kind or op needs
+                # (links or between, size of a write) must not take `links:` as given
                 if f.metadata["required"]:
+                    given.add(key)
                     ctx.error(vnode, sub, "needs a value")
                 continue
+            given.add(key)
             value = read(ctx, f.metadata["vtype"], vnode, sub)
             if value is not INVALID:
                 values[key] = value
@@ -591,6 +604,9 @@ class HadoopConfig(ValueType):
                 ok = False
                 continue
             value = ctx.value(vnode)
+            if value is INVALID:
+                ok = False
+                continue
             try:
                 spec_.parse(value, key)
             except ConfigError as e:

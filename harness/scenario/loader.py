@@ -57,7 +57,10 @@ def check_scenario_file(path: str | os.PathLike) -> tuple[Scenario | None, list[
             data = f.read()
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        return None, [Issue(name, 0, 0, "", f"not UTF-8 text ({e.reason} at byte {e.start})")]
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        return None, [Issue(name, line, col, "", f"not UTF-8 text ({e.reason} at byte "
+                                                 f"{e.start}): save the file as UTF-8")]
     except OSError as e:
         return None, [Issue(name, 0, 0, "", f"cannot read: {e.strerror or e}")]
     return check_scenario_text(text, name)
@@ -133,7 +136,7 @@ def _plain(ctx: Context, root: yaml.Node) -> dict:
     """The document as plain values, for the cross checks (which tolerate any shape)."""
     try:
         value = ctx.value(root)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):   # RecursionError: a self-referencing alias
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -161,7 +164,8 @@ class _Plan:
         self.kinds = {f.get("id"): f.get("kind") for f in self.faults if isinstance(f.get("id"), str)}
         self.paths = {w.get("path") for w in self.workload if isinstance(w.get("path"), str)}
         self.workload_ids = [w.get("id") for w in self.workload]
-        self.paused = {f.get("target") for f in self.faults if f.get("kind") == "pause"}
+        self.paused = {f.get("target") for f in self.faults          # a target of the wrong
+                       if f.get("kind") == "pause" and isinstance(f.get("target"), str)}  # type is reported elsewhere
         try:
             self.timeout: float | None = parse_duration(doc.get("timeout", "120s"))
         except ConfigError:

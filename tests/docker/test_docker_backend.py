@@ -381,8 +381,11 @@ def test_what_a_killed_harness_left_is_reaped_by_the_next_run(engine, tmp_path):
     results = tmp_path / "results"
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from harness.runner import run_scenario; "
             "run_scenario(sys.argv[2], backend='docker', results_dir=sys.argv[3])")
+    # without its reaper (which would remove everything at once, tests/docker/
+    # test_leak_census_docker.py): what is left must then go with the next cleanup
     harness = subprocess.Popen([sys.executable, "-c", code, ROOT, str(path), str(results)],
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env=dict(os.environ, HDFS_CHAOS_REAPER="0"))
     identity = None
     try:
         deadline = time.monotonic() + 120

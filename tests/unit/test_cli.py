@@ -211,8 +211,10 @@ def test_interrupt_exits_130(capsys, monkeypatch):
 
 def test_verify_and_report_call_the_reconciler(capsys, monkeypatch, tmp_path):
     runs = [tmp_path / "r1", tmp_path / "r2"]
-    for folder in runs:
-        folder.mkdir()
+    for folder in runs:   # the shape a run leaves (harness/rundir.py checks it first)
+        (folder / "events").mkdir(parents=True)
+        (folder / "events" / "nn.jsonl").write_text("")
+        (folder / "scenario.yaml").write_text(EXAMPLE.read_text())
     calls = []
     fake_module(monkeypatch, "harness.reconcile.api",
                 verify_runs=lambda dirs, master: calls.append(("verify", dirs, master))

@@ -27,6 +27,7 @@ import urllib.error
 import urllib.request
 from typing import Callable
 
+from minihdfs import lifeline
 from minihdfs.cluster import ClusterError, free_port, pid_alive
 
 from . import conf, fetch
@@ -67,6 +68,7 @@ class HadoopCluster:
         self.java = java
         self.routes_for: Callable[[str], Routes] | None = None
         self.procs: dict[str, subprocess.Popen] = {}
+        self.tie_to_parent = False
         self.nodes: dict[str, dict] = {}
         self._add_node("nn", "namenode", rpc=free_port(), http=free_port())
         for j in range(1, datanodes + 1):
@@ -240,10 +242,12 @@ class HadoopCluster:
 
     def _spawn(self, node: str, cmd: list[str]) -> subprocess.Popen:
         spec = self.nodes[node]
+        # under the local backend (tie_to_parent) a JVM dies with the harness, SIGKILL
+        # included, as the mini-HDFS processes do (minihdfs.lifeline)
+        popen = lifeline.popen if self.tie_to_parent else subprocess.Popen
         with open(spec["stdout"], "ab") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True,
-                                    cwd=self.dir)
+            proc = popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.dir)
         self.procs[node] = proc
         spec["pid"] = proc.pid
         self.save()
