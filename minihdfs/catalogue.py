@@ -27,6 +27,7 @@ NAMENODE = {
     "nn.replica.corrupt",      # {dn, block, gs, reason}
     "nn.dn.alive",             # {dn}: a stale or dead node heard from again
     "nn.internal_error",       # {reason}: a bug caught, the daemon goes on
+    "nn.hold.timeout",         # {held_event, held_seq, timeout}: exact injection gave up
     # fields added to contract events: nn.lease.add carries `reason: restart` for a
     # lease restored at NameNode start
 }
@@ -47,6 +48,7 @@ DATANODE = {
     "dn.replica.short",        # {block, gs, len, offset}: data file shorter than recorded
     "dn.internal_error",       # {reason}: a bug caught, the daemon goes on
     "dn.pipeline.oob",         # {block, gs, upstream, status}: OOB RESTART ack sent
+    "dn.hold.timeout",         # {held_event, held_seq, timeout}: exact injection gave up
     # fields added to contract events: dn.stop carries `restart`; dn.replica.state has
     # `reason: restart_saved` for an RBW replica saved by a shutdown for restart;
     # dn.recovery.sync carries `ignored` (answers left out: length 0 or an older GS)
@@ -66,6 +68,7 @@ CLIENT = {
     "client.checksum.error",   # {path, block, dn, offset}
     "client.pipeline.restart_wait",     # {path, block, dn, timeout}: OOB RESTART ack
     "client.pipeline.restart_timeout",  # {path, block, dn, timeout}: not back in time
+    "client.hold.timeout",     # {held_event, held_seq, timeout}: exact injection gave up
     # fields added to contract events: client.pipeline.replace also carries `stage` (the
     # recovery stage it was decided in; a closing pipeline adds no node) and `reason`;
     # client.stream.open also carries `stream` (the client's number of the output stream,
@@ -84,6 +87,8 @@ HARNESS = {
     "harness.node.stop",       # {target}: a graceful stop (restart)
     "harness.workload.start",  # {op_id, client}
     "harness.trigger",         # {fault, event_ts, lag}: a trigger fired
+    "harness.hold.release",    # {held_node, held_seq, held_event, fired, late}: exact
+                               # injection done, the held process let go
 }
 
 EVENTS = NAMENODE | DATANODE | CLIENT | HARNESS
