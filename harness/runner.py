@@ -152,9 +152,9 @@ class Run:
         sc = self.scenario
         engine = self.engine = TriggerEngine(self.events_dir, self.start_ts, self._on_fire)
         for fault in sc.faults:
-            if self.holds is not None and _is_exact(fault.at):
-                continue   # the hold channel fires it (harness.exact)
-            engine.add(("inject", fault.id), fault.at)
+            # an exact trigger is fired by the hold channel (harness.exact), not the engine
+            if self.holds is None or not _is_exact(fault.at):
+                engine.add(("inject", fault.id), fault.at)
             if fault.heal_trigger is not None:
                 engine.add(("heal", fault.id), fault.heal_trigger)
         for op in sc.workload:
