@@ -27,7 +27,7 @@ import yaml
 
 from .points import FailurePoint
 
-PAUSE_FOR = "4s"          # longer than the base scenarios' socket timeout
+PAUSE_FOR = "5s"          # longer than the base scenarios' socket timeout and lease hard limit
 PARTITION_FOR = "3s"
 CUT_BYTES = 700           # a few hundred bytes: mid-header or early in the first packet
 RESTART_DOWN = "1s"
