@@ -91,9 +91,10 @@ def classify(result: dict, verdict: dict | None) -> tuple[str, list[str]]:
     failed = sorted(c["id"] for c in (verdict or {}).get("checks", []) if c.get("status") == "fail")
     text = " ".join(errors)
     if result.get("status") == "timeout":
-        if "unfinished" in text:
-            return "hung", failed
-        return "unreached", failed
+        stuck = stuck_operations(result.get("run_dir"))
+        if stuck is None:                       # no events to tell: trust the runner's words
+            return ("hung" if "unfinished" in text else "unreached"), failed
+        return ("hung" if stuck else "unreached"), failed
     if any(e.startswith("no quiescence") for e in errors):
         return "hung", failed
     if result.get("status") == "error" or verdict is None or verdict.get("error"):
@@ -101,6 +102,26 @@ def classify(result: dict, verdict: dict | None) -> tuple[str, list[str]]:
     if any(e.startswith("fault ") for e in errors):
         return "error", failed
     return ("fail" if failed else "pass"), failed
+
+
+def stuck_operations(run_dir: str | None) -> list[str] | None:
+    """The workload operations that started and never ended although their client was
+    not killed: a hang. An operation whose own trigger never fired (the fault took away
+    the event it waited for), or whose client the fault crashed, is not one."""
+    if not run_dir or not os.path.isdir(os.path.join(run_dir, "events")):
+        return None
+    started: dict[str, str] = {}
+    ended: set[str] = set()
+    killed: set[str] = set()
+    for e in read_run_events(run_dir):
+        name = e.get("event")
+        if name == "client.op.start":
+            started[e.get("op_id")] = e.get("node")
+        elif name == "client.op.end":
+            ended.add(e.get("op_id"))
+        elif name == "harness.node.kill":
+            killed.add(e.get("target"))
+    return sorted(op for op, client in started.items() if op not in ended and client not in killed)
 
 
 def finding_signature(outcome: str, failed: list[str], schedule: Schedule) -> str:

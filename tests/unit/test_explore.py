@@ -242,6 +242,32 @@ def test_a_run_is_judged_by_its_checks_and_how_it_ended(result, verdict, expecte
     assert classify(result, verdict) == expected
 
 
+def _run_dir(tmp_path, events):
+    (tmp_path / "events").mkdir()
+    for node in {e["node"] for e in events}:
+        (tmp_path / "events" / f"{node}.jsonl").write_text(
+            "".join(json.dumps(e) + "\n" for e in events if e["node"] == node))
+    return str(tmp_path)
+
+
+TIMEOUT = {"status": "timeout", "errors": ["the workload did not finish within the scenario "
+                                           "timeout (30s); pending: op w2, op w2 unfinished"]}
+
+
+def test_a_timeout_with_an_operation_stuck_in_a_live_client_is_a_hang(tmp_path):
+    run = _run_dir(tmp_path, [ev(1.0, "c1", "client.op.start", op_id="w1"),
+                              ev(1.1, "c1", "client.op.end", op_id="w1"),
+                              ev(1.2, "c2", "client.op.start", op_id="w2")])
+    assert classify({**TIMEOUT, "run_dir": run}, {"checks": []}) == ("hung", [])
+
+
+def test_a_timeout_whose_operation_never_started_or_lost_its_client_is_no_hang(tmp_path):
+    # w2 waited for an event the fault took away; w1's client was crashed by the fault
+    run = _run_dir(tmp_path, [ev(1.0, "c1", "client.op.start", op_id="w1"),
+                              ev(1.1, "harness", "harness.node.kill", target="c1")])
+    assert classify({**TIMEOUT, "run_dir": run}, {"checks": []}) == ("unreached", [])
+
+
 def test_a_finding_signature_names_outcome_checks_point_kind_and_fault_kind():
     p = next(p for p in points() if p.event == "client.hflush")
     s = Schedule((Step(p, FaultChoice("partition", ("c1", "dn1"), "link",
