@@ -145,7 +145,7 @@ class Explorer:
         self.budget, self.depth, self.workers = budget, depth, workers
         self.batch = batch or max(4, 2 * workers)   # later batches take all that waits
         self.say = say or (lambda m: print(m, file=sys.stderr, flush=True))
-        self.status = status or (lambda m: print("\r" + m, end="", file=sys.stderr, flush=True))
+        self.status = status or _status_line()
         self.max_schedules = max_schedules
         self.resume = resume
         from harness.scenario import load_scenario, ScenarioError
@@ -348,9 +348,12 @@ class Explorer:
             with self._lock:
                 verified.extend((s, r, v) for (s, r), v in zip(batch, verdicts))
 
-        def limit_reached():
+        already = len(self.state["results"])
+        launched = [0]
+
+        def limit_reached():   # counts the runs in flight and in verification too
             return self.max_schedules is not None and \
-                len(self.state["results"]) + len(running) + len(to_verify) >= self.max_schedules
+                already + launched[0] >= self.max_schedules
 
         while True:
             while go_on() and len(running) < self.workers and not limit_reached():
@@ -358,6 +361,7 @@ class Explorer:
                 if s is None:
                     break
                 self.state["running"][s.id] = s.to_json()
+                launched[0] += 1
                 running[self.pool.submit(run_schedule, self.schedule_file(s),
                                          os.path.join(self.out, "runs"))] = s
             if running:
@@ -485,6 +489,20 @@ class Explorer:
             json.dump(info, f, indent=1, default=str)
         group["reproducer"] = os.path.relpath(path, self.out)
         group["finding"] = info
+
+
+def _status_line() -> Callable[[str], None]:
+    """A progress line redrawn in place on a terminal; elsewhere (a log, a test) one line
+    every 15 s, so that the output stays readable."""
+    if sys.stderr.isatty():
+        return lambda m: print("\r" + m, end="", file=sys.stderr, flush=True)
+    last = [0.0]
+
+    def line(m: str) -> None:
+        if m and time.time() - last[0] >= 15:
+            last[0] = time.time()
+            print(m, file=sys.stderr, flush=True)
+    return line
 
 
 def _read_verdict(run_dir: str | None) -> dict | None:
