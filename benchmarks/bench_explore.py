@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import json
-import multiprocessing
 import os
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness.explore.engine import classify, explore, run_schedule  # noqa: E402
+from harness.explore.engine import classify, explore, run_schedule, worker_pool  # noqa: E402
 from harness.explore.report import summary_numbers  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -72,10 +71,9 @@ def cmd_repeat(args) -> int:
     results.sort(key=lambda r: (r["outcome"] == "pass", r["at"]))
     chosen = [r["id"] for r in results[:args.schedules]]
     runs_dir = tempfile.mkdtemp(prefix="bench-repeat-")
-    ctx = multiprocessing.get_context("spawn")
     jobs = [(sid, i) for i in range(args.times) for sid in chosen]
     t = time.time()
-    with cf.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
+    with worker_pool(args.workers) as pool:
         futures = {pool.submit(run_schedule, os.path.join(args.out, "schedules", f"{sid}.yaml"),
                                runs_dir): (sid, i) for sid, i in jobs}
         done = [(futures[f], f.result()) for f in cf.as_completed(futures)]

@@ -43,6 +43,25 @@ class ExploreError(RuntimeError):
 
 # -- one run, in a worker process -----------------------------------------------------------
 
+def worker_pool(workers: int) -> cf.ProcessPoolExecutor:
+    """Worker processes for runs, each picking its clusters' ports from its own slice of
+    minihdfs.cluster.PORT_RANGE: two workers drawing from one range collided (a DataNode
+    of one run found its port taken by a node of the other: 2 of 115 runs)."""
+    ctx = multiprocessing.get_context("spawn")
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                                  initargs=(ctx.Value("i", 0), workers))
+
+
+def _init_worker(counter, workers: int) -> None:
+    with counter.get_lock():
+        index = counter.value % workers
+        counter.value += 1
+    from minihdfs import cluster
+    low, high = cluster.PORT_RANGE
+    width = (high - low) // workers
+    cluster.PORT_RANGE = (low + index * width, low + (index + 1) * width)
+
+
 def run_schedule(yaml_path: str, results_dir: str) -> dict:
     """Run one schedule file (no verification); what the explorer needs of the run."""
     from harness.runner import run_scenario
@@ -264,8 +283,7 @@ class Explorer:
 
     def run(self) -> dict:
         self._load_or_init()
-        ctx = multiprocessing.get_context("spawn")
-        self.pool = cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+        self.pool = worker_pool(self.workers)
         try:
             if not self.points:
                 self._record_base()

@@ -287,3 +287,18 @@ def test_time_split_reads_the_phases_of_a_run(tmp_path):
         ev(1.3, "c1", "client.op.end", op_id="w1")) + "\n")
     assert time_split(str(tmp_path)) == {"start": 1.1, "workload": 0.2, "recovery_wait": 0.2,
                                          "quiescence": 1.5, "stop": 0.5}
+
+
+def test_each_worker_draws_ports_from_its_own_slice(monkeypatch):
+    import multiprocessing
+
+    from harness.explore.engine import _init_worker
+    from minihdfs import cluster
+    counter = multiprocessing.get_context("spawn").Value("i", 0)
+    slices = []
+    for _ in range(2):
+        monkeypatch.setattr(cluster, "PORT_RANGE", (20000, 32000))
+        _init_worker(counter, 2)
+        slices.append(cluster.PORT_RANGE)
+        assert cluster.free_port() in range(*cluster.PORT_RANGE)
+    assert slices == [(20000, 26000), (26000, 32000)]
