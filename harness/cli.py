@@ -142,7 +142,42 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("cleanup", help="remove containers, networks and processes "
                                             "left by crashed runs")
     p.set_defaults(command=cmd_cleanup)
+    _add_explore(commands)
     return parser
+
+
+# -- explore (issue 19; harness/explore) ---------------------------------------------------------
+
+def _add_explore(commands) -> None:
+    p = commands.add_parser("explore", help="explore fault schedules at the failure points of a "
+                                            "base scenario (exit 0 no finding, 1 findings)")
+    p.add_argument("base", metavar="BASE.yaml", help="the base scenario (a workload, no faults "
+                                                    "needed); explore-bases/ has some")
+    p.add_argument("--budget", default="1h", help="how long to explore, e.g. 90s, 30min, 1h")
+    p.add_argument("--depth", type=int, default=2, help="faults per schedule at most (1 or 2)")
+    p.add_argument("--workers", type=int, default=2, help="runs in parallel")
+    p.add_argument("--out", default="explore", help="output folder (default: explore/)")
+    p.add_argument("--resume", action="store_true", help="go on with the exploration in --out")
+    p.add_argument("--max-schedules", type=int, default=None,
+                   help="stop exploring after this many schedules (shrinking still runs)")
+    p.set_defaults(command=cmd_explore)
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from minihdfs.config import ConfigError, parse_duration
+    try:
+        budget = parse_duration(args.budget, "--budget")
+    except ConfigError as e:
+        raise UserError(f"{e} (use e.g. --budget 90s, 30min or 1h)") from None
+    if not Path(args.base).is_file():
+        raise UserError(f"{args.base}: no such base scenario file")
+    from harness.explore.engine import ExploreError, explore
+    try:
+        state = explore(args.base, args.out, budget, args.depth, args.workers, args.resume,
+                        max_schedules=args.max_schedules)
+    except ExploreError as e:
+        raise UserError(str(e)) from None
+    return 1 if state.get("findings") else 0
 
 
 # -- scenario files ------------------------------------------------------------------------------

@@ -90,6 +90,7 @@ class Run:
         self.bytes_written = 0
         self.start_ts = 0.0
         self.phase = "start"
+        self.holds = None                         # harness.exact.HoldServer, if exact triggers
 
     # -- the run -----------------------------------------------------------------------
 
@@ -115,12 +116,15 @@ class Run:
             self.backend = backend_cls(sc, self.run_id, self.run_dir, self.log, self.seed,
                                        progress=self._progress, **kw)
             self.phase = "cluster"
+            self._start_holds()
             self.backend.start()
             # every process the harness starts is named in its log, so the verifier's I1
             # can tell a process that left no log from one that never ran
             for node in ("nn",) + sc.datanode_ids:
                 self.log.emit("harness.node.start", target=node)
             self.start_ts = time.time()
+            if self.holds is not None:
+                self.holds.arm(self.start_ts)
             status = self._drive()
         except Interrupted:
             status = "interrupted"
@@ -154,7 +158,9 @@ class Run:
         sc = self.scenario
         engine = self.engine = TriggerEngine(self.events_dir, self.start_ts, self._on_fire)
         for fault in sc.faults:
-            engine.add(("inject", fault.id), fault.at)
+            # an exact trigger is fired by the hold channel (harness.exact), not the engine
+            if self.holds is None or not _is_exact(fault.at):
+                engine.add(("inject", fault.id), fault.at)
             if fault.heal_trigger is not None:
                 engine.add(("heal", fault.id), fault.heal_trigger)
         for op in sc.workload:
@@ -208,11 +214,14 @@ class Run:
         return True
 
     def _inject_pending(self) -> bool:
-        return any(k[0] in ("inject", "op") for k in self.engine.pending()) \
+        held = self.holds.pending() if self.holds is not None else []
+        return any(k[0] in ("inject", "op") for k in self.engine.pending() + held) \
             or not self.firings.empty()
 
     def _pending_text(self) -> str:
-        waiting = [f"{k[0]} {k[1]}" for k in self.engine.pending() if k[0] in ("inject", "op")]
+        held = self.holds.pending() if self.holds is not None else []
+        waiting = [f"{k[0]} {k[1]}" for k in self.engine.pending() + held
+                   if k[0] in ("inject", "op")]
         ops = [op.id for op in self.scenario.workload if op.id not in self.ops_done]
         return ", ".join(waiting + [f"op {o} unfinished" for o in ops]) or "nothing"
 
@@ -245,6 +254,14 @@ class Run:
             key, firing = self.firings.get(timeout=timeout)
         except queue.Empty:
             return
+        try:
+            self._act_on(key, firing)
+        finally:
+            done = getattr(firing, "done", None)
+            if done is not None:   # an exact trigger's process waits for this
+                done.set()
+
+    def _act_on(self, key, firing) -> None:
         kind, ident = key
         fields = firing.log_fields() if hasattr(firing, "log_fields") else {}
         fields["fault"] = ident
@@ -345,6 +362,43 @@ class Run:
     def _block_of(self, path: str, index: int) -> int:
         return self.system.block_of(self.backend, path, index)
 
+    # -- exact injection (harness.exact) ---------------------------------------------------
+
+    def _start_holds(self) -> None:
+        """Exact triggers: a hold channel whose env the cluster's processes inherit."""
+        exact = [f for f in self.scenario.faults if _is_exact(f.at)]
+        if not exact:
+            return
+        if self.backend_name != "local":
+            self._progress(f"exact injection needs the local backend; on {self.backend_name} "
+                           f"{len(exact)} exact trigger(s) fire as ordinary event triggers")
+            return
+        from harness.exact import HoldServer
+        holds = HoldServer(self._fire_exact, on_release=lambda fields: self.log.emit(
+            "harness.hold.release", **fields))
+        for fault in exact:
+            holds.add(("inject", fault.id), fault.at)
+        self.holds = holds.start()
+        self._saved_env = {k: os.environ.get(k) for k in holds.env()}
+        os.environ.update(holds.env())   # the local backend's processes inherit it
+
+    def _fire_exact(self, key, firing) -> None:
+        """On a hold channel thread: have the runner act, and wait until it did."""
+        firing.done = threading.Event()
+        self.firings.put((key, firing))
+        firing.done.wait(self.holds.timeout - 1.0)
+
+    def _stop_holds(self) -> None:
+        if self.holds is None:
+            return
+        self.holds.stop()
+        for k, v in getattr(self, "_saved_env", {}).items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        self._saved_env = {}
+
     # -- the end of a run --------------------------------------------------------------
 
     def _heal_everything(self) -> None:
@@ -352,8 +406,11 @@ class Run:
         self.phase = "heal"
         if self.engine is not None:
             self.engine.stop()
+        self._stop_holds()
         while not self.firings.empty():   # a firing already handed over but not acted on
-            self.firings.get_nowait()
+            _, firing = self.firings.get_nowait()
+            if getattr(firing, "done", None) is not None:
+                firing.done.set()
         for fault_id in reversed(list(self.active)):
             self._safely(self.active[fault_id].heal, fault_id)
         if self.backend is not None and self.backend.mesh is not None:
@@ -402,6 +459,7 @@ class Run:
         try:
             if self.engine is not None:
                 self.engine.stop()
+            self._stop_holds()
             for fault_id in reversed(list(self.active)):
                 self._safely(self.active[fault_id].heal, fault_id)
         finally:
@@ -468,6 +526,10 @@ def verify_outcomes(outcomes: list[RunOutcome], progress: Progress | None = None
                 except Exception as e:   # a report is a convenience; the verdict stands
                     verdicts[o.run_id].setdefault("warnings", []).append(f"report: {e}")
     return [o.finish(verdicts[o.run_id]) for o in outcomes]
+
+
+def _is_exact(trigger) -> bool:
+    return getattr(trigger, "exact", False) is True
 
 
 def _raise(e: Exception):

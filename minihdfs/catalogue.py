@@ -29,6 +29,7 @@ NAMENODE = {
     "nn.internal_error",       # {reason}: a bug caught, the daemon goes on
     "nn.rpc.malformed",        # {op, error, reason}: a request refused before any handler
                                # ran (bad frame, unknown op, arguments not fitting the op)
+    "nn.hold.timeout",         # {held_event, held_seq, timeout}: exact injection gave up
     # fields added to contract events: nn.lease.add carries `reason: restart` for a
     # lease restored at NameNode start
     # fields added by the Hadoop log adapter (harness/systems/hadoop/logmap.py): every
@@ -63,6 +64,7 @@ DATANODE = {
     "dn.pipeline.receive",     # {block, gs, upstream}: "Receiving <block> src: .. dest: .."
     # fields added to contract events: dn.recovery.sync carries `best_state` (Hadoop's
     # bestState) when adapted from Hadoop's log
+    "dn.hold.timeout",         # {held_event, held_seq, timeout}: exact injection gave up
     # fields added to contract events: dn.stop carries `restart`; dn.replica.state has
     # `reason: restart_saved` for an RBW replica saved by a shutdown for restart;
     # dn.recovery.sync carries `ignored` (answers left out: length 0 or an older GS)
@@ -85,6 +87,7 @@ CLIENT = {
     # adapted from Hadoop's DFSClient log (harness/systems/hadoop/logmap.py)
     "client.pipeline.ack_error",        # {path, block, gs, status, dn}: "Bad response .. from datanode"
     "client.pipeline.replace_failed",   # {path, block, gs, policy, pipeline, best_effort}
+    "client.hold.timeout",     # {held_event, held_seq, timeout}: exact injection gave up
     # fields added to contract events: client.pipeline.replace also carries `stage` (the
     # recovery stage it was decided in; a closing pipeline adds no node) and `reason`;
     # client.stream.open also carries `stream` (the client's number of the output stream,
@@ -103,6 +106,8 @@ HARNESS = {
     "harness.node.stop",       # {target}: a graceful stop (restart)
     "harness.workload.start",  # {op_id, client}
     "harness.trigger",         # {fault, event_ts, lag}: a trigger fired
+    "harness.hold.release",    # {held_node, held_seq, held_event, fired, late}: exact
+                               # injection done, the held process let go
 }
 
 EVENTS = NAMENODE | DATANODE | CLIENT | HARNESS

@@ -37,6 +37,9 @@ class ClusterError(RuntimeError):
 
 _PORTS = random.Random()
 _HANDED_OUT: set[int] = set()
+# where free_port looks; the explorer gives each of its worker processes its own slice,
+# since a port is only known to be handed out once within one process
+PORT_RANGE = (20000, 32000)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -46,7 +49,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     if len(_HANDED_OUT) > 8000:   # a long session: ports of clusters long gone come back
         _HANDED_OUT.clear()
     for _ in range(200):
-        port = _PORTS.randrange(20000, 32000)
+        port = _PORTS.randrange(*PORT_RANGE)
         if port in _HANDED_OUT:
             continue
         _HANDED_OUT.add(port)

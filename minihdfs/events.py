@@ -27,6 +27,8 @@ class EventLog:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             self._seq = _count_lines(path)
+        # exact injection (minihdfs.hold): None unless the harness asked this node to hold
+        self._hold = _hold_from_env(node, role)
 
     def emit(self, event: str, **fields: Any) -> dict:
         """Log `event` with `fields`; returns the record written."""
@@ -35,16 +37,43 @@ class EventLog:
                       "seq": self._seq, "event": event}
             record.update(fields)
             self._seq += 1
-            if self._fd is not None:
-                line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
-                os.write(self._fd, line.encode())
+            self._write(record)
+            if self._hold is not None:
+                self._hold.check(record, self._write_extra, self.role_prefix)
             return record
+
+    def _write(self, record: dict) -> None:
+        if self._fd is not None:
+            line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
+            os.write(self._fd, line.encode())
+
+    def _write_extra(self, fields: dict) -> None:
+        """Logs a line from inside `emit` (the lock is held)."""
+        record = {"ts": round(time.time(), 6), "node": self.node, "role": self.role,
+                  "seq": self._seq}
+        record.update(fields)
+        self._seq += 1
+        self._write(record)
+
+    @property
+    def role_prefix(self) -> str:
+        return {"namenode": "nn", "datanode": "dn"}.get(self.role, self.role)
 
     def close(self) -> None:
         with self._lock:
+            if self._hold is not None:
+                self._hold.close()
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+
+
+def _hold_from_env(node: str, role: str):
+    # the harness's own logs (and its helper client) never hold: only cluster processes
+    if not os.environ.get("MINIHDFS_HOLD") or node == "harness" or role == "harness":
+        return None
+    from .hold import Hold
+    return Hold.from_env(node)
 
 
 def _count_lines(path: str) -> int:

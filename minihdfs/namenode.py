@@ -989,6 +989,10 @@ class NameNode:
             self._queue_invalidate(dn, block, gs)
             return
         info.replicas[dn] = {"state": state, "gs": gs, "len": length}
+        if state == "FINALIZED" and gs >= info.gs:
+            # the transfer arrived: no longer pending (BlockManager.addStoredBlock ->
+            # pendingReconstruction.decrement), not only after the pending timeout (10 s)
+            self.pending_replication.pop((block, dn), None)
         if state in ("RBW", "RWR") and info.state in (UNDER_CONSTRUCTION, UNDER_RECOVERY) \
                 and gs >= info.gs and dn not in info.expected:
             info.expected.append(dn)

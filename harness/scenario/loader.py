@@ -205,6 +205,7 @@ def _resolve(ctx: Context, doc: dict) -> None:
     for path, obj in list(ctx.objects.items()):
         if isinstance(obj, OnEvent):
             _check_event_node(ctx, plan, path, obj)
+            _check_exact(ctx, plan, path, obj)
         if isinstance(obj, (AtTime, OnEvent, AfterFault)):
             _check_within_timeout(ctx, plan, path, obj)
         if isinstance(obj, Resume) and obj.target not in plan.paused:
@@ -299,6 +300,19 @@ def _check_event_node(ctx: Context, plan: _Plan, path: str, trigger: OnEvent) ->
     if expected and role and role != expected:
         ctx.error_at(child(path, "node"), f"{trigger.event} is logged by {_LOGGED_BY[expected]}, "
                                           f"but {trigger.node!r} is {_ROLE_PHRASE[role]}")
+
+
+def _check_exact(ctx: Context, plan: _Plan, path: str, trigger: OnEvent) -> None:
+    """An exact trigger fires while its event's process waits: it cannot also wait a delay,
+    and only faults are held for (a workload operation starts from a gate, not a hold)."""
+    if not trigger.exact:
+        return
+    if trigger.delay:
+        ctx.error_at(child(path, "delay"), "an exact trigger fires at its event; drop `delay` "
+                                           "or `exact: true`")
+    if not path.startswith("faults[") or not path.endswith(".at"):
+        ctx.error_at(child(path, "exact"), "only a fault's `at` can be exact; drop "
+                                           "`exact: true` here")
 
 
 def _check_within_timeout(ctx: Context, plan: _Plan, path: str, trigger: Any) -> None:

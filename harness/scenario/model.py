@@ -69,15 +69,18 @@ class OnEvent:
     nth: int = spec(Int(1), "fire on the n-th matching event (1 = the first)", default=1,
                     example=1)
     delay: float = spec(Duration(), "wait this long after the event", default=0.0, example="0s")
+    exact: bool = spec(Bool(), "inject while the process that logged the event waits for it "
+                               "(exact injection; local backend; no delay)", default=False)
 
     def __hash__(self) -> int:  # `where` is a dict; equal triggers still hash alike
-        return hash((self.event, self.node, self.nth, self.delay))
+        return hash((self.event, self.node, self.nth, self.delay, self.exact))
 
     def __str__(self) -> str:
         parts = [self.event] + ([f"node={self.node}"] if self.node else [])
         parts += [f"{k}={v}" for k, v in self.where.items()]
         parts += [f"nth={self.nth}"] if self.nth != 1 else []
         parts += [f"delay={self.delay:g}s"] if self.delay else []
+        parts += ["exact"] if self.exact else []
         return "on " + " ".join(parts)
 
 

@@ -261,3 +261,23 @@ def test_a_function_missing_from_an_existing_module(capsys, monkeypatch):
     assert code == 2
     assert err == ("hdfs-chaos: error: 'cleanup' is not available: "
                    "harness.backends.cleanup_all does not exist yet\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["explore", "missing.yaml"], "missing.yaml: no such base scenario file"),
+    (["explore", "explore-bases/append.yaml", "--budget", "soon"], "--budget 90s, 30min or 1h"),
+    (["explore", "explore-bases/append.yaml", "--depth", "3"], "use 1 or 2"),
+])
+def test_explore_bad_arguments_exit_2_with_one_line(capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_explore_refuses_an_out_folder_of_another_exploration_without_resume(capsys, tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    (tmp_path / "state.json").write_text("{}")
+    assert cli.main(["explore", "explore-bases/append.yaml", "--out", str(tmp_path)]) == 2
+    assert "add --resume" in capsys.readouterr().err

@@ -1,0 +1,120 @@
+"""The explorer's throughput, the time split of one schedule, and exact injection's
+determinism.
+
+    python benchmarks/bench_explore.py rate [--base FILE] [--budget 5min] [--workers 2]
+                                            [--depth 2] [--out DIR]
+    python benchmarks/bench_explore.py repeat OUT [--schedules 20] [--times 5] [--workers 2]
+
+`rate` explores a base scenario for the budget and prints schedules per hour
+(verification included) and the median split of one schedule: start (Toxiproxy, cluster
+up), workload, recovery wait (heal, stop clients), quiescence, stop (final state,
+teardown), and verification per run (batched, one Spark session). Target (issue 19):
+>= 1,000 schedules per hour on a 2-core machine.
+
+`repeat` takes schedules an exploration in OUT ran, runs each `--times` times and prints,
+per schedule, the outcomes (pass/fail/hung and the failed checks) and where each exact
+fault landed (the held event's node and seq): the same schedule should give the same
+verdict every time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from harness.explore.engine import classify, explore, run_schedule, worker_pool  # noqa: E402
+from harness.explore.report import summary_numbers  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cmd_rate(args) -> int:
+    out = args.out or tempfile.mkdtemp(prefix="bench-explore-")
+    t = time.time()
+    state = explore(args.base, out, args.budget, args.depth, args.workers)
+    n = summary_numbers(state)
+    print(f"\nexplored {os.path.relpath(args.base, ROOT)} for {time.time() - t:.0f}s with "
+          f"{args.workers} workers ({out})")
+    print(f"  schedules run     {n['schedules']} ({n['depth1']} depth 1, {n['depth2']} depth 2;"
+          f" {n['schedules'] - n['explored']} while shrinking)")
+    print(f"  schedules/hour    {n['per_hour']:.0f} (target 1000)")
+    print(f"  depth-1 coverage  {n['depth1']} of {n['space_depth1']} "
+          f"({n['coverage_depth1'] * 100:.1f}%), {n['points']} failure points")
+    print(f"  outcomes          {n['outcomes']}; findings {n['findings']}")
+    print("  median split (s)  " + ", ".join(f"{k} {v}" for k, v in n["median_split_s"].items()))
+    return 0
+
+
+def _landing(run_dir: str) -> list[tuple]:
+    try:
+        with open(os.path.join(run_dir, "events", "harness.jsonl")) as f:
+            h = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return []
+    return [(e.get("held_node"), e.get("held_seq"), e.get("held_event"))
+            for e in h if e.get("event") == "harness.hold.release"]
+
+
+def cmd_repeat(args) -> int:
+    with open(os.path.join(args.out, "state.json")) as f:
+        state = json.load(f)
+    results = [r for r in state["results"].values() if r["outcome"] != "unreached"]
+    # failing ones first (they are what a reproducer must repeat), then the rest
+    results.sort(key=lambda r: (r["outcome"] == "pass", r["at"]))
+    chosen = [r["id"] for r in results[:args.schedules]]
+    runs_dir = tempfile.mkdtemp(prefix="bench-repeat-")
+    jobs = [(sid, i) for i in range(args.times) for sid in chosen]
+    t = time.time()
+    with worker_pool(args.workers) as pool:
+        futures = {pool.submit(run_schedule, os.path.join(args.out, "schedules", f"{sid}.yaml"),
+                               runs_dir): (sid, i) for sid, i in jobs}
+        done = [(futures[f], f.result()) for f in cf.as_completed(futures)]
+    from harness.reconcile.api import verify_runs
+    verdicts = dict(zip([r["run_dir"] for _, r in done], verify_runs([r["run_dir"] for _, r in done])))
+    per: dict[str, list] = {}
+    for (sid, _), r in done:
+        outcome, failed = classify(r, verdicts.get(r["run_dir"]))
+        per.setdefault(sid, []).append((outcome, ",".join(failed), tuple(_landing(r["run_dir"]))))
+    same = 0
+    for sid in chosen:
+        outcomes = Counter((o, f) for o, f, _ in per[sid])
+        landings = Counter(land for _, _, land in per[sid])
+        stable = len(outcomes) == 1
+        same += stable
+        print(f"{sid} [{state['results'][sid]['signature']}]: outcomes {dict(outcomes)}; "
+              f"fault landed at {len(landings)} distinct place(s)"
+              f"{'' if stable else '  <- NOT the same verdict every time'}")
+    print(f"\n{same} of {len(chosen)} schedules gave the same verdict in all {args.times} runs "
+          f"({len(jobs)} runs, {time.time() - t:.0f}s)")
+    return 0 if same == len(chosen) else 1
+
+
+def main(argv=None) -> int:
+    from minihdfs.config import parse_duration
+    p = argparse.ArgumentParser(prog="bench_explore")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("rate")
+    r.add_argument("--base", default=os.path.join(ROOT, "explore-bases", "write-3-blocks.yaml"))
+    r.add_argument("--budget", default="5min", type=parse_duration)
+    r.add_argument("--workers", type=int, default=2)
+    r.add_argument("--depth", type=int, default=2)
+    r.add_argument("--out")
+    q = sub.add_parser("repeat")
+    q.add_argument("out")
+    q.add_argument("--schedules", type=int, default=20)
+    q.add_argument("--times", type=int, default=5)
+    q.add_argument("--workers", type=int, default=2)
+    args = p.parse_args(argv)
+    return cmd_rate(args) if args.cmd == "rate" else cmd_repeat(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,564 @@
+"""The exploration loop: base run -> failure points -> schedules -> parallel runs ->
+batched verification -> findings -> shrinking -> summary. Owns `out/` and its state.
+
+out/
+  state.json        everything needed to resume (`--resume`): points, queue, results
+  schedules/<id>.yaml   every schedule run, a plain scenario
+  runs/             the run folders (events, verdict.json)
+  findings/<id>.yaml    one shrunk reproducer per finding signature (+ <id>.json)
+  index.html        the summary (report.py)
+
+Each worker is its own process (the runner installs signal handlers and reaps the
+processes of dead harnesses by pid, so runs must not share a process); each run's
+cluster takes its own free ports. Verification runs in this process, in batches, on
+one Spark session, in a thread beside the workers.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import multiprocessing
+import os
+import sys
+import threading
+import time
+from typing import Callable
+
+import yaml
+
+from .points import FailurePoint, extract_points, read_run_events, run_start_ts
+from .schedules import Schedule, ScheduleQueue, Step, faults_at, scenario_doc, to_yaml
+from . import shrink as shrinking
+
+DEPTH2_PER_PARENT = 8
+SHRINK_SHARE = 0.25          # of the budget kept for shrinking findings
+SHRINK_RUNS = 6              # runs per finding at most
+FINDING_OUTCOMES = ("fail", "hung")
+
+
+class ExploreError(RuntimeError):
+    """Bad input or a base scenario that cannot be explored (the message says why)."""
+
+
+# -- one run, in a worker process -----------------------------------------------------------
+
+def worker_pool(workers: int) -> cf.ProcessPoolExecutor:
+    """Worker processes for runs, each picking its clusters' ports from its own slice of
+    minihdfs.cluster.PORT_RANGE: two workers drawing from one range collided (a DataNode
+    of one run found its port taken by a node of the other: 2 of 115 runs)."""
+    ctx = multiprocessing.get_context("spawn")
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                                  initargs=(ctx.Value("i", 0), workers))
+
+
+def _init_worker(counter, workers: int) -> None:
+    with counter.get_lock():
+        index = counter.value % workers
+        counter.value += 1
+    from minihdfs import cluster
+    low, high = cluster.PORT_RANGE
+    width = (high - low) // workers
+    cluster.PORT_RANGE = (low + index * width, low + (index + 1) * width)
+
+
+def run_schedule(yaml_path: str, results_dir: str) -> dict:
+    """Run one schedule file (no verification); what the explorer needs of the run."""
+    from harness.runner import run_scenario
+    from harness.scenario import load_scenario
+    t0 = time.time()
+    scenario = load_scenario(yaml_path)
+    outcome = run_scenario(scenario, results_dir=results_dir, verify=False)
+    return {"run_dir": outcome.run_dir, "status": outcome.status, "errors": outcome.errors,
+            "wall": round(time.time() - t0, 3), "timings": time_split(outcome.run_dir)}
+
+
+def time_split(run_dir: str) -> dict:
+    """How a run's time went: start (cluster up), workload, recovery wait (heal until
+    quiescence checks start), quiescence, stop (final state, teardown)."""
+    try:
+        with open(os.path.join(run_dir, "events", "harness.jsonl")) as f:
+            h = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return {}
+    ts = {e["event"]: e["ts"] for e in reversed(h)}      # first of each
+    end = next((e["ts"] for e in reversed(h) if e["event"] == "harness.run.end"), None)
+    client_starts = [e["ts"] for e in h if e["event"] == "harness.node.start"
+                     and str(e.get("target", "")).startswith("c")]
+    q = next((e for e in h if e["event"] == "harness.quiescent"), None)
+    if "harness.run.start" not in ts or not client_starts or q is None or end is None:
+        return {}
+    ops_end = 0.0
+    for e in read_run_events(run_dir):
+        if e.get("event") == "client.op.end":
+            ops_end = max(ops_end, e["ts"])
+    q_start = q["ts"] - (q.get("waited") or 0.0)
+    work_end = min(max(ops_end, client_starts[0]), q_start)
+    return {"start": round(client_starts[0] - ts["harness.run.start"], 3),
+            "workload": round(work_end - client_starts[0], 3),
+            "recovery_wait": round(q_start - work_end, 3),
+            "quiescence": round(q["waited"] or 0.0, 3),
+            "stop": round(end - q["ts"], 3)}
+
+
+# -- judging a run ----------------------------------------------------------------------------
+
+def classify(result: dict, verdict: dict | None) -> tuple[str, list[str]]:
+    """(outcome, failed checks): pass, fail, hung (workload stuck or never quiescent),
+    unreached (a fault's point never came: not a finding), error (the harness broke)."""
+    errors = result.get("errors") or []
+    failed = sorted(c["id"] for c in (verdict or {}).get("checks", []) if c.get("status") == "fail")
+    text = " ".join(errors)
+    if result.get("status") == "timeout":
+        stuck = stuck_operations(result.get("run_dir"))
+        if stuck is None:                       # no events to tell: trust the runner's words
+            return ("hung" if "unfinished" in text else "unreached"), failed
+        return ("hung" if stuck else "unreached"), failed
+    if any(e.startswith("no quiescence") for e in errors):
+        return "hung", failed
+    if result.get("status") == "error" or verdict is None or verdict.get("error"):
+        return "error", failed
+    if any(e.startswith("fault ") for e in errors):
+        return "error", failed
+    return ("fail" if failed else "pass"), failed
+
+
+def stuck_operations(run_dir: str | None) -> list[str] | None:
+    """The workload operations that started and never ended although their client was
+    not killed: a hang. An operation whose own trigger never fired (the fault took away
+    the event it waited for), or whose client the fault crashed, is not one."""
+    if not run_dir or not os.path.isdir(os.path.join(run_dir, "events")):
+        return None
+    started: dict[str, str] = {}
+    ended: set[str] = set()
+    killed: set[str] = set()
+    for e in read_run_events(run_dir):
+        name = e.get("event")
+        if name == "client.op.start":
+            started[e.get("op_id")] = e.get("node")
+        elif name == "client.op.end":
+            ended.add(e.get("op_id"))
+        elif name == "harness.node.kill":
+            killed.add(e.get("target"))
+    return sorted(op for op, client in started.items() if op not in ended and client not in killed)
+
+
+def finding_signature(outcome: str, failed: list[str], schedule: Schedule) -> str:
+    kinds = " + ".join(f"{s.point.kind}/{s.fault.label}" for s in schedule.steps)
+    return f"{outcome}:{','.join(failed) or '-'}:{kinds}"
+
+
+# -- the explorer ----------------------------------------------------------------------------
+
+class Explorer:
+    def __init__(self, base_path: str, out: str, budget: float, depth: int = 2,
+                 workers: int = 2, resume: bool = False, batch: int | None = None,
+                 say: Callable[[str], None] | None = None, status: Callable[[str], None] | None = None,
+                 max_schedules: int | None = None):
+        if depth not in (1, 2):
+            raise ExploreError(f"--depth {depth}: the explorer goes 1 or 2 faults deep; use 1 or 2")
+        if workers < 1:
+            raise ExploreError(f"--workers {workers}: use at least 1")
+        self.base_path = os.path.abspath(base_path)
+        self.out = os.path.abspath(out)
+        self.budget, self.depth, self.workers = budget, depth, workers
+        self.batch = batch or max(4, 2 * workers)   # later batches take all that waits
+        self.say = say or (lambda m: print(m, file=sys.stderr, flush=True))
+        self.status = status or _status_line()
+        self.max_schedules = max_schedules
+        self.resume = resume
+        from harness.scenario import load_scenario, ScenarioError
+        try:
+            self.scenario = load_scenario(self.base_path)
+        except ScenarioError as e:
+            raise ExploreError(str(e)) from None
+        with open(self.base_path) as f:
+            self.base_doc = yaml.safe_load(f)
+        self.queue = ScheduleQueue()
+        self.state: dict = {}
+        self.points: list[FailurePoint] = []
+        self.points_of: dict[str, list[FailurePoint]] = {}   # schedule id -> its run's points
+        self._lock = threading.Lock()
+        self.elapsed_before = 0.0
+        self.t0 = time.time()
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def state_path(self) -> str:
+        return os.path.join(self.out, "state.json")
+
+    def _load_or_init(self) -> None:
+        os.makedirs(os.path.join(self.out, "schedules"), exist_ok=True)
+        os.makedirs(os.path.join(self.out, "runs"), exist_ok=True)
+        if os.path.exists(self.state_path):
+            if not self.resume:
+                raise ExploreError(f"{self.out} holds an exploration already: add --resume to go "
+                                   "on with it, or choose another --out")
+            with open(self.state_path) as f:
+                self.state = json.load(f)
+            if self.state.get("base") != self.base_path:
+                raise ExploreError(f"{self.out} explores {self.state.get('base')}, not "
+                                   f"{self.base_path}: use another --out")
+            self.points = [FailurePoint.from_json(p) for p in self.state["points"]]
+            self.queue.tried = dict(self.state.get("tried", {}))
+            for item in self.state.get("queue", []):
+                self.queue.push(Schedule.from_json(item["schedule"]), item.get("boost", 0))
+            for sid, r in self.state["results"].items():
+                self.queue._ids.add(sid)
+            for sid, item in self.state.get("running", {}).items():   # cut short: run again
+                self.queue._ids.discard(sid)
+                self.queue.push(Schedule.from_json(item))
+            self.state["running"] = {}
+            self.elapsed_before = self.state.get("elapsed", 0.0)
+            self.say(f"explore: resuming {self.out}: {len(self.state['results'])} done, "
+                     f"{len(self.queue)} queued")
+        else:
+            self.state = {"base": self.base_path, "points": [], "results": {}, "schedules": {},
+                          "queue": [], "tried": {}, "running": {}, "findings": {},
+                          "elapsed": 0.0, "space": 0, "verify_s": 0.0, "verified": 0}
+
+    def save(self) -> None:
+        with self._lock:
+            self.state["queue"] = [{"schedule": s.to_json(), "boost": 0} for s in self.queue.items()]
+            self.state["tried"] = self.queue.tried
+            self.state["elapsed"] = self.elapsed()
+            tmp = self.state_path + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(self.state, f, default=str)
+            os.replace(tmp, self.state_path)
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + (time.time() - self.t0)
+
+    # -- schedules ------------------------------------------------------------------------
+
+    def schedule_file(self, schedule: Schedule) -> str:
+        path = os.path.join(self.out, "schedules", f"{schedule.id}.yaml")
+        if not os.path.exists(path):
+            with open(path, "w") as f:
+                f.write(to_yaml(scenario_doc(self.base_doc, schedule)))
+        self.state["schedules"][schedule.id] = schedule.to_json()
+        return path
+
+    def writers(self) -> dict[str, str]:
+        return {op.path: op.client for op in self.scenario.workload if op.op in ("write", "append")}
+
+    def depth1(self, points: list[FailurePoint]) -> list[Schedule]:
+        out = []
+        for p in points:
+            for fault in faults_at(p, self.scenario.datanode_ids, self.scenario.client_ids,
+                                   self.writers()):
+                out.append(Schedule((Step(p, fault),)))
+        return out
+
+    def depth2(self, parent: Schedule, run_dir: str) -> list[Schedule]:
+        """Second faults at the points of the recovery the parent's fault caused."""
+        events = read_run_events(run_dir)
+        start = run_start_ts(events)
+        inject = next((e["ts"] for e in events if e.get("event") == "harness.fault.inject"
+                       and e.get("fault") == "x1"), None)
+        if inject is None:
+            return []
+        first = parent.steps[0]
+        gone = first.fault.target if first.fault.kind in ("kill", "crash_client") else None
+        by_sig: dict[str, list[Schedule]] = {}
+        for p in extract_points(events, start):
+            if p.ts + start <= inject or not p.is_recovery:
+                continue
+            for fault in faults_at(p, self.scenario.datanode_ids, self.scenario.client_ids,
+                                   self.writers()):
+                if fault.target == gone or (isinstance(fault.target, tuple) and gone in fault.target):
+                    continue
+                s = Schedule((first, Step(p, fault)), parent=parent.id)
+                by_sig.setdefault(s.steps[1].signature, []).append(s)
+        picked: list[Schedule] = []
+        while len(picked) < DEPTH2_PER_PARENT and any(by_sig.values()):
+            for sig in list(by_sig):
+                if by_sig[sig] and len(picked) < DEPTH2_PER_PARENT:
+                    picked.append(by_sig[sig].pop(0))
+        return picked
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def run(self) -> dict:
+        self._load_or_init()
+        self.pool = worker_pool(self.workers)
+        try:
+            if not self.points:
+                self._record_base()
+            explore_until = self.budget * (1 - SHRINK_SHARE)
+            self._explore(lambda: self.elapsed() < explore_until)
+            self._shrink_findings(lambda: self.elapsed() < self.budget)
+        finally:
+            self.save()
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.status("")
+            print(file=sys.stderr)
+        from .report import write_summary
+        summary = write_summary(self)
+        self.say(f"explore: {len(self.state['results'])} schedules, "
+                 f"{len(self.state['findings'])} findings; summary {summary}")
+        return self.state
+
+    def _record_base(self) -> None:
+        self.say(f"explore: clean run of {os.path.relpath(self.base_path)}")
+        clean = Schedule(())
+        [(result, verdict)] = self._run_and_verify([clean])
+        outcome, failed = classify(result, verdict)
+        self.state["base_run"] = {"run_dir": result["run_dir"], "outcome": outcome,
+                                  "failed": failed, "timings": result.get("timings")}
+        if outcome != "pass":
+            raise ExploreError(f"the clean run of the base scenario does not pass ({outcome}"
+                               f"{': ' + ','.join(failed) if failed else ''}; "
+                               f"{result['run_dir']}): fix the base before exploring it")
+        self.points = extract_points(read_run_events(result["run_dir"]))
+        self.state["points"] = [p.to_json() for p in self.points]
+        schedules = self.depth1(self.points)
+        self.state["space"] = len(schedules)
+        for s in schedules:
+            self.queue.push(s)
+        self.say(f"explore: {len(self.points)} failure points, {len(schedules)} depth-1 "
+                 f"schedules (points x faults)")
+        self.save()
+
+    def _run_and_verify(self, schedules: list[Schedule]) -> list[tuple[dict, dict | None]]:
+        """Run schedules on the pool and verify them as one batch (used for the base run
+        and for shrinking; exploration overlaps the two)."""
+        futures = [self.pool.submit(run_schedule, self.schedule_file(s),
+                                    os.path.join(self.out, "runs")) for s in schedules]
+        results = []
+        for f in futures:
+            try:
+                results.append(f.result())
+            except Exception as e:
+                results.append({"run_dir": None, "status": "error", "errors": [repr(e)]})
+        verdicts = self._verify([r for r in results])
+        return list(zip(results, verdicts))
+
+    def _verify(self, results: list[dict]) -> list[dict | None]:
+        dirs = [r["run_dir"] for r in results if r.get("run_dir") and r["status"] != "interrupted"]
+        by_dir: dict[str, dict] = {}
+        if dirs:
+            t = time.time()
+            try:
+                from harness.reconcile.api import verify_runs
+                for d, v in zip(dirs, verify_runs(dirs)):
+                    by_dir[d] = v
+            except Exception as e:   # the verifier broke: every run of the batch says so
+                for d in dirs:
+                    by_dir[d] = {"error": f"the verifier failed: {type(e).__name__}: {e}",
+                                 "checks": []}
+            with self._lock:
+                self.state["verify_s"] += time.time() - t
+                self.state["verified"] += len(dirs)
+        return [by_dir.get(r.get("run_dir")) for r in results]
+
+    def _explore(self, go_on: Callable[[], bool]) -> None:
+        running: dict[cf.Future, Schedule] = {}
+        to_verify: list[tuple[Schedule, dict]] = []
+        verifying: list[threading.Thread] = []
+        verified: list[tuple[Schedule, dict, dict | None]] = []
+        last_save = time.time()
+
+        def verify_batch(batch):
+            verdicts = self._verify([r for _, r in batch])
+            with self._lock:
+                verified.extend((s, r, v) for (s, r), v in zip(batch, verdicts))
+
+        already = len(self.state["results"])
+        launched = [0]
+
+        def limit_reached():   # counts the runs in flight and in verification too
+            return self.max_schedules is not None and \
+                already + launched[0] >= self.max_schedules
+
+        while True:
+            while go_on() and len(running) < self.workers and not limit_reached():
+                s = self.queue.pop()
+                if s is None:
+                    break
+                self.state["running"][s.id] = s.to_json()
+                launched[0] += 1
+                running[self.pool.submit(run_schedule, self.schedule_file(s),
+                                         os.path.join(self.out, "runs"))] = s
+            if running:
+                done, _ = cf.wait(list(running), timeout=0.5, return_when=cf.FIRST_COMPLETED)
+                for f in done:
+                    s = running.pop(f)
+                    try:
+                        r = f.result()
+                    except Exception as e:
+                        r = {"run_dir": None, "status": "error", "errors": [repr(e)]}
+                    to_verify.append((s, r))
+            verifying = [t for t in verifying if t.is_alive()]
+            idle = not running
+            if to_verify and not verifying and (len(to_verify) >= self.batch or idle):
+                batch, to_verify = to_verify, []
+                t = threading.Thread(target=verify_batch, args=(batch,), daemon=True)
+                t.start()
+                verifying.append(t)
+            with self._lock:
+                ready, verified[:] = list(verified), []
+            for s, r, v in ready:
+                self._record(s, r, v)
+            self.status(self._progress(len(running) + len(to_verify)))
+            if time.time() - last_save > 5:
+                self.save()
+                last_save = time.time()
+            if not running and not to_verify and not verifying and not ready:
+                if not go_on() or len(self.queue) == 0 or limit_reached():
+                    with self._lock:
+                        late = list(verified)
+                    if not late:
+                        break
+            if not running:
+                time.sleep(0.2)   # waiting for a verification batch
+
+    def _progress(self, in_flight: int) -> str:
+        done = len(self.state["results"])
+        rate = done / max(self.elapsed(), 1e-6) * 3600
+        return (f"explore: done {done} | running {in_flight} | queued {len(self.queue)} | "
+                f"findings {len(self.state['findings'])} | {rate:.0f} schedules/h | "
+                f"{self.elapsed():.0f}s of {self.budget:.0f}s")
+
+    def _record(self, s: Schedule, r: dict, v: dict | None) -> None:
+        outcome, failed = classify(r, v)
+        self.state["running"].pop(s.id, None)
+        entry = {"id": s.id, "depth": s.depth, "signature": s.signature, "outcome": outcome,
+                 "failed": failed, "run_dir": r.get("run_dir"), "status": r.get("status"),
+                 "errors": r.get("errors"), "timings": r.get("timings"), "wall": r.get("wall"),
+                 "parent": s.parent, "at": round(self.elapsed(), 1)}
+        self.state["results"][s.id] = entry
+        if outcome in FINDING_OUTCOMES:
+            sig = finding_signature(outcome, failed, s)
+            group = self.state["findings"].setdefault(sig, {"signature": sig, "members": [],
+                                                            "outcome": outcome, "failed": failed})
+            group["members"].append(s.id)
+            if len(group["members"]) == 1:
+                self.say(f"\nexplore: finding {sig} (schedule {s.id})")
+        if self.depth == 2 and s.depth == 1 and r.get("run_dir") and outcome != "unreached":
+            for child in self.depth2(s, r["run_dir"]):
+                self.queue.push(child)
+
+    # -- findings -------------------------------------------------------------------------
+
+    def _shrink_findings(self, go_on: Callable[[], bool]) -> None:
+        os.makedirs(os.path.join(self.out, "findings"), exist_ok=True)
+        for n, (sig, group) in enumerate(sorted(self.state["findings"].items()), 1):
+            if group.get("reproducer"):
+                continue
+            sid = group["members"][0]
+            original = Schedule.from_json(self.state["schedules"][sid])
+            points = self._points_for(original)
+            kept: list[str] = []
+            smallest = original
+            if go_on():
+                def still_fails(options):
+                    results = self._run_and_verify(options)
+                    same = []
+                    for o, (r, v) in zip(options, results):
+                        outcome, failed = classify(r, v)
+                        self.state["results"].setdefault(o.id, {
+                            "id": o.id, "depth": o.depth, "signature": o.signature,
+                            "outcome": outcome, "failed": failed, "run_dir": r.get("run_dir"),
+                            "status": r.get("status"), "errors": r.get("errors"),
+                            "timings": r.get("timings"), "shrink": True,
+                            "at": round(self.elapsed(), 1)})
+                        same.append(outcome == group["outcome"] and failed == group["failed"])
+                    return same
+                self.status(f"explore: shrinking finding {n} of {len(self.state['findings'])}")
+                smallest, kept = shrinking.shrink(original, points, still_fails,
+                                                  max_runs=SHRINK_RUNS)
+            self._write_finding(group, original, smallest, kept, shrunk=go_on() or bool(kept))
+            self.save()
+
+    def _points_for(self, schedule: Schedule) -> list[FailurePoint]:
+        if schedule.depth < 2 or not schedule.parent:
+            return self.points
+        parent = self.state["results"].get(schedule.parent, {})
+        if parent.get("run_dir"):
+            return extract_points(read_run_events(parent["run_dir"]))
+        return self.points
+
+    def _write_finding(self, group: dict, original: Schedule, smallest: Schedule,
+                       kept: list[str], shrunk: bool) -> None:
+        fid = smallest.id
+        result = self.state["results"].get(fid) or self.state["results"][original.id]
+        verdict = _read_verdict(result.get("run_dir"))
+        evidence = [{"check": c["id"], "evidence": c.get("evidence", [])[:3]}
+                    for c in (verdict or {}).get("checks", []) if c.get("status") == "fail"]
+        doc = scenario_doc(self.base_doc, smallest, name=f"finding-{fid}")
+        doc["description"] = (
+            f"Found by hdfs-chaos explore from {os.path.basename(self.base_path)}: "
+            f"{group['signature']}. {doc['description']}. Verdict: {group['outcome']}"
+            f"{' (failed checks ' + ', '.join(group['failed']) + ')' if group['failed'] else ''}. "
+            f"Shrunk from schedule {original.id}"
+            f"{' by: ' + ', '.join(kept) if kept else (' (no smaller schedule failed alike)' if shrunk else ' (not shrunk: budget spent)')}.")
+        path = os.path.join(self.out, "findings", f"{fid}.yaml")
+        with open(path, "w") as f:
+            f.write(to_yaml(doc))
+        info = {"id": fid, "signature": group["signature"], "outcome": group["outcome"],
+                "failed": group["failed"], "members": group["members"], "original": original.id,
+                "shrunk_by": kept, "run_dir": result.get("run_dir"),
+                "errors": result.get("errors"), "evidence": evidence,
+                "timeline": timeline(result.get("run_dir"))}
+        with open(os.path.join(self.out, "findings", f"{fid}.json"), "w") as f:
+            json.dump(info, f, indent=1, default=str)
+        group["reproducer"] = os.path.relpath(path, self.out)
+        group["finding"] = info
+
+
+def _status_line() -> Callable[[str], None]:
+    """A progress line redrawn in place on a terminal; elsewhere (a log, a test) one line
+    every 15 s, so that the output stays readable."""
+    if sys.stderr.isatty():
+        return lambda m: print("\r" + m, end="", file=sys.stderr, flush=True)
+    last = [0.0]
+
+    def line(m: str) -> None:
+        if m and time.time() - last[0] >= 15:
+            last[0] = time.time()
+            print(m, file=sys.stderr, flush=True)
+    return line
+
+
+def _read_verdict(run_dir: str | None) -> dict | None:
+    if not run_dir:
+        return None
+    try:
+        with open(os.path.join(run_dir, "verdict.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+TIMELINE_EVENTS = ("harness.fault.inject", "harness.fault.heal", "harness.node.kill",
+                   "harness.node.start", "harness.node.stop", "harness.hold.release",
+                   "client.pipeline.error", "client.pipeline.recovered", "client.stream.error",
+                   "client.op.end", "client.recover_lease", "nn.recovery.start",
+                   "nn.recovery.commit", "nn.lease.recover", "nn.lease.expired",
+                   "nn.block.update_pipeline", "nn.file.complete", "nn.file.close",
+                   "dn.recovery.init_replica", "dn.recovery.update_replica", "dn.transfer",
+                   "nn.block.abandon", "client.pipeline.abandon")
+
+
+def timeline(run_dir: str | None, limit: int = 60) -> list[dict]:
+    """The events of a run that tell its story (faults and recoveries), with seconds
+    since the run started."""
+    if not run_dir or not os.path.isdir(run_dir):
+        return []
+    events = read_run_events(run_dir)
+    start = run_start_ts(events)
+    out = []
+    for e in events:
+        if e.get("event") in TIMELINE_EVENTS and e["ts"] >= start:
+            detail = {k: v for k, v in e.items() if k not in ("ts", "node", "role", "seq", "event")}
+            out.append({"t": round(e["ts"] - start, 3), "node": e.get("node"),
+                        "event": e["event"], "detail": json.dumps(detail, default=str)[:160]})
+    return out[:limit]
+
+
+def explore(base: str, out: str, budget: float, depth: int = 2, workers: int = 2,
+            resume: bool = False, **kw) -> dict:
+    return Explorer(base, out, budget, depth, workers, resume, **kw).run()

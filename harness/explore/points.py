@@ -1,0 +1,163 @@
+"""Failure points: the protocol events of a run at which a fault can be injected exactly.
+
+A point names an event as an exact trigger can wait for it: event name, node, `where`
+fields that pick it out (the block, the file, the pipeline stage, a replica state) and
+`nth`, its occurrence among the events of that node with those fields, counted from the
+start of the run (as the trigger matcher counts). Block ids are stable between runs of
+the same scenario (the NameNode hands them out in order), so a point recorded in one
+run is found again in the next as long as the run is the same up to it.
+
+Only events a recovery can hinge on are points; `client.ack`, one per packet, is
+sampled (the first, the middle and the last of each block).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+from typing import Iterable
+
+# event -> the fields that pick one out (those present in the event are used)
+POINT_EVENTS: dict[str, tuple[str, ...]] = {
+    "nn.file.create": ("path",),
+    "nn.file.append": ("path",),
+    "nn.block.allocate": ("path",),
+    "nn.block.update_pipeline": ("block",),
+    "nn.file.complete": ("path",),
+    "nn.lease.recover": ("path",),
+    "nn.recovery.start": ("block",),
+    "nn.recovery.commit": ("block",),
+    "client.pipeline.setup": ("block",),
+    "client.ack": ("block",),
+    "client.hflush": ("path",),
+    "client.pipeline.error": ("block",),
+    "client.pipeline.recovered": ("block",),
+    "client.close": ("path",),
+    "client.recover_lease": ("path",),
+    "dn.pipeline.setup": ("block", "stage"),
+    "dn.replica.state": ("block", "state"),
+    "dn.recovery.init_replica": ("block",),
+    "dn.recovery.sync": ("block",),
+    "dn.recovery.update_replica": ("block",),
+    "dn.transfer": ("block",),
+}
+
+# points of a recovery: where a second fault (depth 2) goes
+RECOVERY_EVENTS = frozenset({
+    "nn.block.update_pipeline", "nn.lease.recover", "nn.recovery.start", "nn.recovery.commit",
+    "client.pipeline.error", "client.pipeline.recovered", "client.recover_lease",
+    "dn.recovery.init_replica", "dn.recovery.sync", "dn.recovery.update_replica",
+    "dn.transfer",
+})
+RECOVERY_STAGES = ("PIPELINE_SETUP_STREAMING_RECOVERY", "PIPELINE_SETUP_APPEND_RECOVERY",
+                   "PIPELINE_CLOSE_RECOVERY", "TRANSFER_RBW", "TRANSFER_FINALIZED")
+
+ACK_SAMPLES = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class FailurePoint:
+    """One place in a run: the `nth` event `event` of `node` with fields `where`."""
+
+    event: str
+    node: str
+    where: tuple[tuple[str, object], ...]
+    nth: int
+    index: int = 0          # order in the run (0 = first point)
+    ts: float = 0.0         # when it happened in the run it was recorded from
+    fields: tuple[tuple[str, object], ...] = ()   # more of the event: pipeline, upstream...
+
+    @property
+    def kind(self) -> str:
+        """What kind of point this is, for signatures: the event, and its stage if any."""
+        w = dict(self.where)
+        extra = w.get("stage") or w.get("state")
+        return f"{self.event}:{extra}" if extra else self.event
+
+    @property
+    def is_recovery(self) -> bool:
+        return self.event in RECOVERY_EVENTS or dict(self.where).get("stage") in RECOVERY_STAGES
+
+    def trigger(self) -> dict:
+        """The exact trigger that waits for this point (scenario YAML)."""
+        t = {"event": self.event, "node": self.node}
+        if self.where:
+            t["where"] = dict(self.where)
+        if self.nth != 1:
+            t["nth"] = self.nth
+        t["exact"] = True
+        return t
+
+    def key(self) -> tuple:
+        return (self.event, self.node, self.where, self.nth)
+
+    def to_json(self) -> dict:
+        return {"event": self.event, "node": self.node, "where": dict(self.where),
+                "nth": self.nth, "index": self.index, "ts": self.ts, "fields": dict(self.fields)}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "FailurePoint":
+        return cls(doc["event"], doc["node"], tuple(sorted(doc["where"].items())), doc["nth"],
+                   doc.get("index", 0), doc.get("ts", 0.0),
+                   tuple(sorted((k, _freeze(v)) for k, v in doc.get("fields", {}).items())))
+
+
+def _freeze(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
+def read_run_events(run_dir: str) -> list[dict]:
+    """Every event of a run (all nodes), in time order."""
+    events = []
+    for path in sorted(glob.glob(os.path.join(run_dir, "events", "*.jsonl"))):
+        with open(path, "rb") as f:
+            for line in f:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(e, dict) and isinstance(e.get("ts"), (int, float)):
+                    events.append(e)
+    events.sort(key=lambda e: (e["ts"], e.get("node", ""), e.get("seq", 0)))
+    return events
+
+
+def run_start_ts(events: Iterable[dict]) -> float:
+    """When the run's clock started: the harness logs `harness.node.start` for the
+    cluster's nodes just before (the trigger matcher counts events from then on)."""
+    starts = [e["ts"] for e in events if e.get("event") == "harness.node.start"
+              and e.get("node") == "harness"]
+    return starts[0] if starts else 0.0
+
+
+def extract_points(events: list[dict], start_ts: float | None = None) -> list[FailurePoint]:
+    """The failure points of a run, in the order they happened."""
+    if start_ts is None:
+        start_ts = run_start_ts(events)
+    counts: dict[tuple, int] = {}
+    found: list[tuple[dict, tuple, int]] = []
+    for e in events:
+        name = e.get("event")
+        if name not in POINT_EVENTS or e["ts"] < start_ts or e.get("role") == "harness":
+            continue
+        where = tuple((f, _freeze(e[f])) for f in POINT_EVENTS[name] if e.get(f) is not None)
+        group = (name, e.get("node"), where)
+        counts[group] = counts.get(group, 0) + 1
+        found.append((e, group, counts[group]))
+    points = []
+    for e, group, nth in found:
+        if group[0] == "client.ack" and not _sampled(nth, counts[group]):
+            continue
+        fields = tuple(sorted((k, _freeze(e[k])) for k in
+                              ("pipeline", "upstream", "downstream", "primary", "dn", "bad_node",
+                               "path", "new_node") if e.get(k) is not None))
+        points.append(FailurePoint(group[0], group[1], group[2], nth, len(points),
+                                   round(e["ts"] - start_ts, 6), fields))
+    return points
+
+
+def _sampled(nth: int, total: int) -> bool:
+    """The first, the middle and the last ack of a block."""
+    return nth in {1, (total + 1) // 2, total} if ACK_SAMPLES == 3 else True
