@@ -44,3 +44,24 @@ def test_bad_release_and_backend(monkeypatch, capsys):
     assert cli.main(["run", SCENARIO, "--system", "both", "--backend", "docker"]) == 2
     assert "local backend only" in capsys.readouterr().err
     assert calls == []
+
+
+def test_why_a_scenario_is_not_run_on_a_system(tmp_path):
+    from harness.diffrun import _why_not
+    from harness.scenario import validate_files
+    from harness.systems import get_system
+    text = open(SCENARIO).read()     # the library's lease.soft-limit: 2s
+    only_mini = tmp_path / "only-mini.yaml"
+    only_mini.write_text(text.replace("name: replace-never", "name: only-mini")
+                         + "systems: [minihdfs]\nsystems_reason: needs racks\n")
+    runs = tmp_path / "runs.yaml"    # Hadoop's fixed soft limit, a hard limit it takes
+    runs.write_text(text.replace("name: replace-never", "name: runs")
+                    .replace("lease.soft-limit: 2s", "lease.soft-limit: 60s")
+                    .replace("lease.hard-limit: 5s", "lease.hard-limit: 60s"))
+    scenarios, issues = validate_files([str(only_mini), str(runs), SCENARIO])
+    assert not issues, [str(i) for i in issues]
+    hadoop = get_system("hadoop", "3.4.2")
+    assert _why_not(scenarios[str(only_mini)], "hadoop", hadoop) == "needs racks"
+    assert _why_not(scenarios[str(only_mini)], "minihdfs", hadoop) is None
+    assert "hard-codes the soft limit" in _why_not(scenarios[SCENARIO], "hadoop", hadoop)
+    assert _why_not(scenarios[str(runs)], "hadoop", hadoop) is None
