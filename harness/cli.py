@@ -2,6 +2,7 @@
 
     hdfs-chaos validate FILE...     exit 0 valid, 2 invalid (one error per line on stderr)
     hdfs-chaos run FILE...          exit 0 all passed, 1 some failed, 2 bad input
+    hdfs-chaos diff FILE...         each scenario on mini-HDFS and Hadoop, diff.html
     hdfs-chaos verify RUN_DIR...    re-run the checks on recorded runs (same exit codes)
     hdfs-chaos report RUN_DIR...    (re)build report.html and a suite summary
     hdfs-chaos list                 the scenario library
@@ -106,13 +107,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true",
                    help="keep the cluster's storage and containers after the run")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.add_argument("--system", choices=("minihdfs", "hadoop"), default=None,
+    p.add_argument("--system", choices=("minihdfs", "hadoop", "both"), default=None,
                    help="the system under test (default: each scenario's cluster.system, "
-                        "else minihdfs)")
+                        "else minihdfs); both: as `hdfs-chaos diff`")
     p.add_argument("--hadoop-version", default=None, metavar="V",
                    help="the Apache Hadoop release for --system hadoop (default 3.4.2; "
                         "implies --system hadoop)")
     p.set_defaults(command=cmd_run)
+
+    p = commands.add_parser("diff", help="run each scenario on the mini-HDFS and on Apache "
+                                         "Hadoop, write <results>/diff.html and diff.parquet "
+                                         "(exit 0 all runs passed, 1 some failed, 2 bad input)")
+    p.add_argument("files", nargs="+", metavar="FILE", help="scenario files or folders")
+    p.add_argument("--hadoop-version", default=None, metavar="V",
+                   help="the Apache Hadoop release (default 3.4.2)")
+    p.add_argument("--results", default="results", metavar="DIR",
+                   help="where run folders and the diff go (default: results)")
+    p.add_argument("--seed", type=int, default=None, metavar="N",
+                   help="override every scenario's seed (the same on both systems)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the clusters' storage after the runs")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(command=cmd_diff, backend="local")
 
     p = commands.add_parser("verify", help="run the checks again on recorded runs")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
@@ -339,7 +355,24 @@ class _Progress:
 _progress = _Progress()
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    """Each scenario on both systems, then diff.html (harness/diffrun.py)."""
+    if args.backend != "local":
+        raise UserError("--system both runs on the local backend only: drop --backend")
+    if args.hadoop_version:
+        from harness.systems.hadoop.fetch import _VERSION_RE, DEFAULT_VERSION
+        if not _VERSION_RE.match(args.hadoop_version):
+            raise UserError(f"--hadoop-version {args.hadoop_version!r} is not a release "
+                            f"number: use e.g. {DEFAULT_VERSION}")
+    run_both = _function("harness.diffrun", "run_both", "diff")
+    return _exit_for(run_both(scenario_files(args.files), args.backend, args.results,
+                              args.seed, args.keep, None if args.quiet else _progress,
+                              args.hadoop_version))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.system == "both":
+        return cmd_diff(args)
     files = scenario_files(args.files)
     scenarios, issues = validate_files(files)
     if issues:

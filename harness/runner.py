@@ -98,8 +98,11 @@ class Run:
         sc = self.scenario
         with open(os.path.join(self.run_dir, "scenario.yaml"), "w") as f:
             f.write(sc.source_text or "")
+        # the system under test is recorded where the verifier reads it (the command
+        # line may override the scenario's cluster.system)
         self.log.emit("harness.run.start", scenario=sc.name, seed=self.seed,
-                      backend=self.backend_name, run_id=self.run_id)
+                      backend=self.backend_name, run_id=self.run_id,
+                      system=self.system.name, system_version=self.system.version)
         status = "error"
         previous = _install_signal_handlers()
         try:

@@ -95,6 +95,8 @@ CLIENT = {
     # the generator of the bytes written, "workload": minihdfs.workload.Content with
     # harness.run.start's seed; null when none); client.write also carries `stream` and
     # `stream_crc` (CRC-32 of the stream's bytes before this write, from its start offset)
+    # harness.run.start also carries `system` (minihdfs | hadoop) and `system_version`
+    # (the Hadoop release; null for the mini-HDFS): the verifier's skip reasons read them
 }
 
 HARNESS = {

@@ -18,6 +18,7 @@ from .checks import CHECK_IDS, prepare_bulk, run_checks
 from .expect import evaluate_expect, exercised, gather_facts
 from .load import RunSet, load_runs
 from .metrics import compute_metrics
+from .observable import apply_skips, run_system
 from .session import (SMALL_INPUT_BYTES, get_spark, is_local, session_conf, small_queries,
                       spark_log_path)
 
@@ -56,7 +57,8 @@ def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[dict]:
     verdicts = []
     for rid in sorted(runs.runs):
         info = runs.runs[rid]
-        checks = results[rid]
+        system, release = run_system(info.run_dir, info.scenario)
+        checks = apply_skips(results[rid], system, release)
         m = metrics.get(rid) or {}
         passed, items = evaluate_expect(info.expect, checks, m, facts[rid])
         if m.get("malformed_lines"):
@@ -65,6 +67,8 @@ def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[dict]:
         verdicts.append({
             "scenario": info.name,
             "run_id": rid,
+            "system": system,
+            "system_version": release,
             "passed": bool(passed),
             "checks": [c.as_dict() for c in checks],
             "exercised": exercised(checks),

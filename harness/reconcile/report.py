@@ -304,6 +304,7 @@ def render_run_html(verdict: dict, run_dir: str) -> str:
     done = set(exercised(verdict))
     checks = [{"id": c.get("id"), "title": check_title(c.get("id")), "status": c.get("status"),
                "exercised": c.get("id") in done, "violations": c.get("violations"),
+               "reason": c.get("reason"),
                "evidence": [{"why": e.get("why", ""),
                              "rest": {k: v for k, v in e.items() if k != "why"}}
                             for e in c.get("evidence") or []]}

@@ -5,7 +5,7 @@ how long recoveries took. Writes, in one folder:
   coloured by the worst outcome) with the checks each scenario's runs exercised, the
   list of runs with links to their reports and their exercised checks, and the plots;
 - checks.parquet: the checks table, one row per (run, check): run_id, scenario, passed,
-  check, status, exercised, evidence_rows;
+  check, status, exercised, evidence_rows, reason (why a skip: not observable);
 - plots/latency_<kind>.png: recovery-latency distributions per scenario (pipeline,
   lease, block).
 """
@@ -35,9 +35,10 @@ def checks_table(verdicts: list[dict]) -> pd.DataFrame:
             rows.append({"run_id": v.get("run_id"), "scenario": v.get("scenario"),
                          "passed": bool(v.get("passed")), "check": c.get("id"),
                          "status": c.get("status"), "exercised": c.get("id") in done,
-                         "evidence_rows": len(c.get("evidence") or [])})
+                         "evidence_rows": len(c.get("evidence") or []),
+                         "reason": c.get("reason")})
     return pd.DataFrame(rows, columns=["run_id", "scenario", "passed", "check", "status",
-                                       "exercised", "evidence_rows"])
+                                       "exercised", "evidence_rows", "reason"])
 
 
 def write_suite_report(verdicts: list[dict], out_dir: str, run_dirs: dict | None = None) -> str:
@@ -109,9 +110,13 @@ def _render(verdicts, table: pd.DataFrame, plots, out_dir, run_dirs) -> str:
         runs = group["run_id"].nunique()
         cells = []
         for c in check_ids:
-            st = group.loc[group["check"] == c, "status"].tolist()
+            sel = group.loc[group["check"] == c]
+            st = sel["status"].tolist()
             cls, text = _cell(st) if st else ("skip", "")
-            cells.append({"cls": cls, "text": text})
+            # a Hadoop release that cannot expose the check's inputs says why
+            why = sorted({str(r) for r in sel["reason"].dropna()})
+            cells.append({"cls": cls, "text": "not observable" if why and cls == "skip" else text,
+                          "title": "; ".join(why)})
         # per check, how many of the scenario's runs exercised it
         counts: dict[str, int] = defaultdict(int)
         for v in verdicts:
@@ -135,6 +140,8 @@ def _render(verdicts, table: pd.DataFrame, plots, out_dir, run_dirs) -> str:
                      "checks": len(v.get("checks", [])),
                      "failed": [c["id"] for c in v.get("checks", [])
                                 if c.get("status") in ("fail", "error")]})
-    return render("index.html.j2", runs_total=len(verdicts),
+    reasons = [{"check": c, "reason": r, "scenarios": sorted({str(x) for x in g["scenario"]})}
+               for (c, r), g in table.dropna(subset=["reason"]).groupby(["check", "reason"])]
+    return render("index.html.j2", runs_total=len(verdicts), reasons=reasons,
                   runs_passed=sum(1 for v in verdicts if v.get("passed")),
                   check_ids=check_ids, scenarios=scenarios, plots=plots, runs=rows)

@@ -169,8 +169,9 @@ def test_verdict_json_shape(spark, case_dirs, tmp_path):
     for d, v in zip(dirs, verdicts):
         on_disk = json.load(open(os.path.join(d, "verdict.json")))
         assert on_disk == json.loads(json.dumps(v))
-        assert list(on_disk) == ["scenario", "run_id", "passed", "checks", "exercised",
-                                 "expect", "metrics"]
+        assert list(on_disk) == ["scenario", "run_id", "system", "system_version", "passed",
+                                 "checks", "exercised", "expect", "metrics"]
+        assert (on_disk["system"], on_disk["system_version"]) == ("minihdfs", None)
         assert on_disk["exercised"] == [c["id"] for c in on_disk["checks"]
                                         if c["status"] in ("pass", "fail")]
         assert [c["id"] for c in on_disk["checks"]] == CHECK_IDS

@@ -78,9 +78,15 @@ class CheckResult:
     status: str          # pass | fail | skip | error
     evidence: list[dict]
     violations: int = 0
+    reason: str | None = None             # why a skip: the system cannot expose the inputs
+    unobserved_status: str | None = None  # what it said before so skipped
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "status": self.status, "evidence": self.evidence}
+        out = {"id": self.id, "status": self.status, "evidence": self.evidence}
+        if self.reason:
+            out["reason"] = self.reason
+            out["unobserved_status"] = self.unobserved_status
+        return out
 
 
 def prepare_bulk(runs: RunSet) -> None:

@@ -206,6 +206,7 @@ class LogMapper:
         self.announced: set[tuple[int, int]] = set()     # client: (block, gs) setups logged
         self.stage: dict[int, str] = {}                  # client: block -> last stage seen
         self.setup_failed: set[int] = set()              # client: new blocks that failed setup
+        self.packet_end: dict[tuple[int, int], int] = {}  # client: (block, seqno) -> last byte
         self.bad_node: dict[int, str] = {}               # client: block -> node it blamed
         self.replace_failed: set[tuple[int, int]] = set()
         self.last_error_block: tuple[int, int] | None = None
@@ -688,6 +689,26 @@ def _cl_error_recovery(mp: LogMapper, m: re.Match, ln: LogLine):
                 pipeline=pipeline, error_index=index, bad_node=bad, acked=None)]
 
 
+def _cl_sending(mp: LogMapper, m: re.Match, ln: LogLine):
+    # the bytes of the block a packet ends at: what its ack, logged by the
+    # ResponseProcessor with the seqno only, says is acked by every node
+    _path_from_thread(mp, ln)
+    mp.packet_end[(int(m.group(1)), int(m.group(3)))] = int(m.group(4))
+    return []
+
+
+def _cl_ack(mp: LogMapper, m: re.Match, ln: LogLine):
+    b = _blk(ln.thread)
+    if b is None:
+        return []
+    seqno = int(m.group(1))
+    acked = mp.packet_end.pop((b[0], seqno), None)
+    if acked is None:
+        return []   # a heartbeat (seqno -1) or a packet sent before the log was read
+    return [_ev("client.ack", path=mp.block_path.get(b[0]), block=b[0], seqno=seqno,
+                acked=acked)]
+
+
 def _cl_append(mp: LogMapper, m: re.Match, ln: LogLine):
     mp.pending_setup[int(m.group(1))] = dict(kind="append", old_gs=int(m.group(2)))
     return []
@@ -905,6 +926,13 @@ TABLE_3_4: list[Rule] = [
        r"^Failed to replace datanode\. Continue with the remaining datanodes since ()",
        _cl_replace_failed),
     _r("renew", "client", r"^Lease renewed for client (\S+)", _cl_renew),
+    # DataStreamer DEBUG, once a packet: its end in the block, then its ack when every
+    # node of the pipeline replied SUCCESS (client.ack, which scenarios trigger on)
+    _r("sending_packet", "client",
+       r"^blk_(-?\d+)_(\d+) sending packet seqno: (\d+) offsetInBlock: \d+ "
+       r"lastPacketInBlock: \w+ lastByteOffsetInBlock: (\d+)", _cl_sending),
+    _r("ack", "client", r"^DFSClient seqno: (\d+) reply: SUCCESS(?: reply: SUCCESS)* "
+       r"downstreamAckTimeNanos", _cl_ack),
     # client: exception text lines (a stack trace's first line, or the message of a
     # WARN line that carries the exception)
     _r("bad_ack", "client",

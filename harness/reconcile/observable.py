@@ -1,0 +1,65 @@
+"""Which system and release a run folder was made on, and the checks that release
+cannot judge: on a Hadoop run a check whose inputs the release's logs do not expose
+(harness/systems/hadoop/logmap.py: OBSERVABLE, skip_reason) is reported as `skip`
+with its reason, never as a silent pass (nor as a failure of facts nobody logged).
+
+The system comes from the run's own log (`harness.run.start` `system`,
+`system_version`, written by the runner); a folder made before those fields existed
+falls back to its scenario.yaml's `cluster.system` / `cluster.hadoop_version`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .checks import CheckResult
+
+NOT_OBSERVABLE = "not_observable"   # the expect item status of a listed check so skipped
+
+
+def run_system(run_dir: str, scenario: dict | None = None) -> tuple[str, str | None]:
+    """(system, release) of the run in `run_dir`: ("minihdfs", None) unless it says."""
+    path = os.path.join(run_dir, "events", "harness.jsonl")
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if ev.get("event") == "harness.run.start":
+                    if ev.get("system"):
+                        return str(ev["system"]), ev.get("system_version")
+                    break
+    except OSError:
+        pass
+    cluster = (scenario or {}).get("cluster") or {}
+    if isinstance(cluster, dict) and cluster.get("system"):
+        version = cluster.get("hadoop_version")
+        return str(cluster["system"]), None if version is None else str(version)
+    return "minihdfs", None
+
+
+def skip_reason(check: str, system: str, release: str | None) -> str | None:
+    """Why `check` cannot be judged on `system` `release`, or None if it can."""
+    if system != "hadoop":
+        return None
+    from harness.systems.hadoop import logmap
+    return logmap.skip_reason(check, release or logmap.DEFAULT_RELEASE)
+
+
+def apply_skips(checks: list[CheckResult], system: str,
+                release: str | None) -> list[CheckResult]:
+    """The checks with each one the release cannot judge turned into a skip with its
+    reason; what the check would have said on the partial events is kept
+    (`unobserved_status`) so that nothing it found is lost from the verdict."""
+    out = []
+    for c in checks:
+        why = skip_reason(c.id, system, release)
+        if why is None:
+            out.append(c)
+        else:
+            out.append(CheckResult(c.id, "skip", c.evidence, c.violations, reason=why,
+                                   unobserved_status=c.status))
+    return out
