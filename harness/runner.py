@@ -444,7 +444,8 @@ class Run:
                 why, quiet_polls = f"NameNode not answering: {e}", 0
             if reached or time.time() >= limit:
                 break
-            self._progress(f"waiting for quiescence: {why}", transient=True)
+            self._progress(f"waiting for quiescence: {why or 'quiet once, checking again'}",
+                           transient=True)
             time.sleep(0.5)
         self.log.emit("harness.quiescent", waited=round(time.time() - start, 3), reached=reached,
                       reason=why)
