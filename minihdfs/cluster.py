@@ -227,11 +227,7 @@ class LocalCluster:
     def pause_node(self, node: str) -> None:
         """SIGSTOP, returning once the process is stopped: the signal is asynchronous,
         and a node still running for a moment would process what comes next."""
-        pid = self._pid(node)
-        os.kill(pid, signal.SIGSTOP)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and not _all_stopped(pid):
-            time.sleep(0.001)
+        stop_process(self._pid(node))
 
     def resume_node(self, node: str) -> None:
         os.kill(self._pid(node), signal.SIGCONT)
@@ -324,6 +320,14 @@ def pid_alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def stop_process(pid: int, timeout: float = 5.0) -> None:
+    """SIGSTOP `pid` and return once every thread of it is stopped (or it is gone)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not _all_stopped(pid):
+        time.sleep(0.001)
 
 
 def _all_stopped(pid: int) -> bool:

@@ -28,7 +28,7 @@ import urllib.request
 from typing import Callable
 
 from minihdfs import lifeline
-from minihdfs.cluster import ClusterError, free_port, pid_alive
+from minihdfs.cluster import ClusterError, free_port, pid_alive, stop_process
 
 from . import conf, fetch
 
@@ -305,11 +305,7 @@ class HadoopCluster:
         self.start_node(node)
 
     def pause_node(self, node: str) -> None:
-        pid = self._pid(node)
-        os.kill(pid, signal.SIGSTOP)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and not _all_stopped(pid):
-            time.sleep(0.001)
+        stop_process(self._pid(node))
 
     def resume_node(self, node: str) -> None:
         os.kill(self._pid(node), signal.SIGCONT)
@@ -396,18 +392,3 @@ def _signal(pid: int, sig: int) -> None:
         os.kill(pid, sig)
     except ProcessLookupError:
         pass
-
-
-def _all_stopped(pid: int) -> bool:
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                if f.read().rsplit(") ", 1)[1][0] not in "Tt":
-                    return False
-        except (OSError, IndexError):
-            continue
-    return True
