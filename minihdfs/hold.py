@@ -94,26 +94,19 @@ class Hold:
             s.connect(self.socket_path)
             self._sock = s
         self._sock.sendall(json.dumps(message, separators=(",", ":"), default=str).encode() + b"\n")
-        while b"\n" not in self._buf:
-            data = self._sock.recv(65536)
-            if not data:
-                raise OSError("the harness closed the hold channel")
-            self._buf += data
-        line, self._buf = self._buf.split(b"\n", 1)
-        answer = json.loads(line)
-        if answer.get("seq") != message["seq"]:   # a late answer to a hold that timed out
-            return self._ask_more(message)
-        return answer
+        while True:   # skip late answers to holds that timed out before
+            answer = self._read_answer()
+            if answer.get("seq") == message["seq"]:
+                return answer
 
-    def _ask_more(self, message: dict) -> dict[str, Any]:
+    def _read_answer(self) -> dict[str, Any]:
         while b"\n" not in self._buf:
             data = self._sock.recv(65536)
             if not data:
                 raise OSError("the harness closed the hold channel")
             self._buf += data
         line, self._buf = self._buf.split(b"\n", 1)
-        answer = json.loads(line)
-        return answer if answer.get("seq") == message["seq"] else self._ask_more(message)
+        return json.loads(line)
 
     def close(self) -> None:
         if self._sock is not None:
