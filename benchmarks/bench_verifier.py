@@ -133,14 +133,19 @@ def bench_runs(run_dirs: list[str]) -> int:
           f"{_reference_loop():.2f}s after (lower is faster)")
     runs = load_runs(run_dirs, spark)
     try:
-        from harness.reconcile.checks import prepare_bulk
+        from harness.reconcile.checks import CHECKS, possible_checks, prepare_bulk
         prepare_bulk(runs)
         plan = planning_seconds(runs)
+        possible = possible_checks(runs, CHECKS)
     finally:
         runs.close()
     print(f"checks' fixed cost (building and planning the {len(plan)} checks' queries, no "
           f"execution): {sum(plan.values()):.1f}s; slowest: " + ", ".join(
               f"{k} {v:.2f}s" for k, v in sorted(plan.items(), key=lambda kv: -kv[1])[:5]))
+    unplanned = [c.id for c in CHECKS if c.id not in possible]
+    print(f"of which verify planned {len(possible)} checks ({sum(plan[i] for i in possible):.1f}s)"
+          f"; left unplanned for want of their starting events: "
+          f"{' '.join(unplanned) or 'none'} ({sum(plan[i] for i in unplanned):.1f}s)")
     return 0
 
 

@@ -58,9 +58,12 @@ def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
             facts[r["run_id"]].files[r["path"]] = {"closed": r["closed"], "len": r["len"]}
         for r in runs.fs_readback.join(paths, ["run_id", "path"], "left_semi").collect():
             facts[r["run_id"]].readback[r["path"]] = {"len": r["len"], "crc": r["crc"]}
-        for r in (runs.of("client.hflush").join(paths, ["run_id", "path"], "left_semi")
-                  .groupBy("run_id", "path").agg(F.max("offset").alias("o")).collect()):
-            facts[r["run_id"]].hflushed[r["path"]] = int(r["o"])
+        # the queries below only where the runs logged their events at all
+        names = runs.event_names
+        if "client.hflush" in names:
+            for r in (runs.of("client.hflush").join(paths, ["run_id", "path"], "left_semi")
+                      .groupBy("run_id", "path").agg(F.max("offset").alias("o")).collect()):
+                facts[r["run_id"]].hflushed[r["path"]] = int(r["o"])
         rec = (runs.of("nn.lease.recover").filter(F.col("result").isin("closed", "recovering"))
                .unionByName(runs.of("nn.lease.reassign"))
                .unionByName(runs.of("nn.file.close").filter(

@@ -371,6 +371,18 @@ class RunSet:
                               F.sum("events").alias("events")))
 
     @property
+    def event_names(self) -> frozenset[str]:
+        """Every event name the runs logged (from event_stats, kept: one small job)."""
+        with self._lock:
+            names = self._memo.get("event_names")
+        if names is None:
+            names = frozenset(r["event"] for r in self.event_stats.select("event").distinct()
+                              .collect() if r["event"] is not None)
+            with self._lock:
+                self._memo["event_names"] = names
+        return names
+
+    @property
     def bounds(self) -> DataFrame:
         """run_id, start_ts, end_ts: the first and last event of each run."""
         return self.memo("bounds", lambda: self.node_facts.groupBy("run_id")

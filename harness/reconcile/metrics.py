@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, Window, functions as F
 
-from .checks.common import assign_stream, client_streams, first_after, node_deaths
+from .checks.common import (assign_stream, client_streams, first_after, node_deaths,
+                            union_all)
 from .load import RunSet
 
 METRIC_NAMES = ["lease_recovery_s", "pipeline_recovery_s", "block_recovery_s",
@@ -80,14 +81,25 @@ def block_latencies(runs: RunSet) -> DataFrame:
 
 def compute_metrics(runs: RunSet) -> dict[str, dict]:
     """{run_id: {metric: value, ..., "recovery_latencies_s": {...}}} for every run."""
-    lat = (pipeline_latencies(runs).select("run_id", F.lit("pipeline").alias("kind"), "latency")
-           .unionByName(lease_latencies(runs).select("run_id", F.lit("lease").alias("kind"),
+    # each latency only where the runs logged both of its ends (a query not planned is
+    # half a second less for a run without, say, any block recovery)
+    names = runs.event_names
+    parts = []
+    if {"harness.fault.inject", "client.pipeline.recovered"} <= names:
+        parts.append(pipeline_latencies(runs).select("run_id", F.lit("pipeline").alias("kind"),
                                                      "latency"))
-           .unionByName(block_latencies(runs).select("run_id", F.lit("block").alias("kind"),
-                                                     "latency")))
-    lat_rows = (lat.groupBy("run_id", "kind")
-                .agg(F.sort_array(F.collect_list(F.round("latency", 6))).alias("values"))
-                .collect())
+    if names & {"harness.node.kill", "harness.node.stop", "harness.fault.inject"} \
+            and "nn.file.close" in names:
+        parts.append(lease_latencies(runs).select("run_id", F.lit("lease").alias("kind"),
+                                                  "latency"))
+    if {"nn.recovery.start", "nn.recovery.commit"} <= names:
+        parts.append(block_latencies(runs).select("run_id", F.lit("block").alias("kind"),
+                                                  "latency"))
+    lat_rows = []
+    if parts:
+        lat_rows = (union_all(parts).groupBy("run_id", "kind")
+                    .agg(F.sort_array(F.collect_list(F.round("latency", 6))).alias("values"))
+                    .collect())
     # per-event totals come from the one pass RunSet.event_stats already made
     st = runs.event_stats
     ev = F.col("event")
@@ -97,20 +109,26 @@ def compute_metrics(runs: RunSet) -> dict[str, dict]:
         F.min(F.when(ev.isin("client.stream.open", "client.write"), F.col("first_ts"))).alias("w_start"),
         F.max(F.when(ev.isin("client.close", "client.write", "client.ack"), F.col("last_ts"))).alias("w_end"),
     )
-    blocks = runs.of("nn.recovery.start").groupBy("run_id").agg(
-        F.countDistinct(F.struct("block", "recovery_id")).alias("block_recoveries"))
-    added = (runs.of("client.pipeline.replace").filter(F.col("decision") == "added")
-             .groupBy("run_id").agg(F.count(F.lit(1)).alias("replacements")))
-    lr = (runs.of("nn.lease.recover").filter(F.col("result") != "error")
-          .select("run_id", "path", "holder")
-          .unionByName(runs.of("nn.lease.reassign").select("run_id", "path",
-                                                          F.col("old_holder").alias("holder")))
-          .filter(F.col("holder").isNotNull()).distinct()
-          .groupBy("run_id").agg(F.count(F.lit(1)).alias("lease_recoveries")))
-    bad = runs.malformed.groupBy("run_id").agg(F.count(F.lit(1)).alias("malformed_lines"))
-    rows = (runs.runs_df.join(counts, "run_id", "left").join(blocks, "run_id", "left")
-            .join(added, "run_id", "left").join(lr, "run_id", "left")
-            .join(bad, "run_id", "left").collect())
+    per_run = [counts]
+    if "nn.recovery.start" in names:
+        per_run.append(runs.of("nn.recovery.start").groupBy("run_id").agg(
+            F.countDistinct(F.struct("block", "recovery_id")).alias("block_recoveries")))
+    if "client.pipeline.replace" in names:
+        per_run.append(runs.of("client.pipeline.replace").filter(F.col("decision") == "added")
+                       .groupBy("run_id").agg(F.count(F.lit(1)).alias("replacements")))
+    if names & {"nn.lease.recover", "nn.lease.reassign"}:
+        per_run.append(
+            runs.of("nn.lease.recover").filter(F.col("result") != "error")
+            .select("run_id", "path", "holder")
+            .unionByName(runs.of("nn.lease.reassign").select("run_id", "path",
+                                                            F.col("old_holder").alias("holder")))
+            .filter(F.col("holder").isNotNull()).distinct()
+            .groupBy("run_id").agg(F.count(F.lit(1)).alias("lease_recoveries")))
+    per_run.append(runs.malformed.groupBy("run_id").agg(F.count(F.lit(1)).alias("malformed_lines")))
+    j = runs.runs_df
+    for df in per_run:
+        j = j.join(df, "run_id", "left")
+    rows = [r.asDict() for r in j.collect()]
     out: dict[str, dict] = {}
     for r in rows:
         span = (r["w_end"] - r["w_start"]) if r["w_end"] is not None and r["w_start"] is not None else None
@@ -118,9 +136,9 @@ def compute_metrics(runs: RunSet) -> dict[str, dict]:
         out[r["run_id"]] = {
             "lease_recovery_s": None, "pipeline_recovery_s": None, "block_recovery_s": None,
             "pipeline_recoveries": int(r["pipeline_recoveries"] or 0),
-            "block_recoveries": int(r["block_recoveries"] or 0),
-            "lease_recoveries": int(r["lease_recoveries"] or 0),
-            "replacements": int(r["replacements"] or 0),
+            "block_recoveries": int(r.get("block_recoveries") or 0),
+            "lease_recoveries": int(r.get("lease_recoveries") or 0),
+            "replacements": int(r.get("replacements") or 0),
             "bytes_written": written,
             "throughput_mbps": round(written / span / 1e6, 3) if span and span > 0 else None,
             "malformed_lines": int(r["malformed_lines"] or 0),

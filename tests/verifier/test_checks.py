@@ -156,3 +156,50 @@ def test_d2_evidence_names_why(case_verdicts, run_id, reason):
     ev = _status(case_verdicts, run_id, "D2")["evidence"]
     assert len(ev) == 1 and ev[0]["path"] == "/f"
     assert reason in ev[0]["why"], ev[0]["why"]
+
+
+# -- checks left unplanned for want of their starting events (checks.Check.needs) ---------
+
+def test_a_check_without_its_starting_events_skips(case_runs, case_verdicts):
+    """A check's `needs` is sound: in every case whose events do not meet it, the check
+    run in full skips (neither exercised nor failing), so leaving it unplanned there
+    changes no verdict. The cases cover every check's pass and fail stories, which use
+    the events of many other checks."""
+    from harness.reconcile.checks import CHECKS, possible_checks
+    # all cases together meet every `needs`: case_verdicts hold every check run in full
+    assert possible_checks(case_runs, CHECKS) == {c.id for c in CHECKS}
+    ungated = {c.id for c in CHECKS if not c.needs}
+    by_run = possible_checks(case_runs, CHECKS, by_run=True)
+    judged, wrong = 0, []
+    for rid, verdict in case_verdicts.items():
+        possible = by_run.get(rid, ungated)
+        for c in verdict["checks"]:
+            if c["id"] in possible:
+                continue
+            judged += 1
+            status = c.get("unobserved_status") or c["status"]
+            if status != "skip":
+                wrong.append((rid, c["id"], status))
+    assert not wrong, f"checks that need events these runs lack still judged them: {wrong}"
+    assert judged > 500, judged     # most cases lack most checks' starting events
+
+
+def test_unplanned_checks_give_the_same_results(spark, case_dirs):
+    """run_checks with the gate gives what it gives without, on runs that leave most
+    checks without their starting events (the one-run case the gate exists for)."""
+    from harness.reconcile.checks import CHECKS, possible_checks, run_checks
+    from harness.reconcile.load import load_runs
+    from harness.reconcile.session import session_conf, small_queries
+    runs = load_runs([case_dirs["happy"], case_dirs["lease-recovery"]], spark)
+    try:
+        possible = possible_checks(runs, CHECKS)
+        assert "P1" not in possible and len(possible) < len(CHECKS) - 3, possible
+        with session_conf(spark, small_queries(spark)):
+            gated = run_checks(runs)
+            full = run_checks(runs, gate=False)
+    finally:
+        runs.close()
+    as_list = lambda res: {rid: [(c.id, c.status, c.evidence) for c in cs]  # noqa: E731
+                           for rid, cs in res.items()}
+    assert as_list(gated) == as_list(full)
+    assert [c.id for c in gated["happy"]] == [c.id for c in CHECKS]

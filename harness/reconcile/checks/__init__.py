@@ -21,7 +21,7 @@ from pyspark.sql import Window, functions as F
 
 from ..load import RunSet
 from .block import check_b1, check_b2, check_b3, check_b4, check_b5, check_b6, check_h1
-from .common import Outcome
+from .common import Outcome, ident, sql_string
 from .data import check_d1, check_d2, check_d3, check_d4
 from .integrity import check_i1
 from .lease import check_l1, check_l2, check_l3, check_l4, check_l5, check_l6
@@ -38,32 +38,56 @@ class Check:
     id: str
     title: str
     fn: Callable[[RunSet], Outcome]
+    # What the check starts from, as a SQL aggregate over the runs' rare events
+    # (RunSet.rare) that is false when it is absent: every row the check can give, an
+    # exercised run or a violation, derives from such an event, so without one the check
+    # skips in every run and need not be planned at all. None: no such precondition.
+    needs: str | None = None
 
+
+def any_event(*names: str) -> str:
+    """A `needs` met by any event with one of these names."""
+    return f"count_if(event IN ({', '.join(sql_string(n) for n in names)})) > 0"
+
+
+# a DataNode started again: a second dn.start of one node in one run
+_DN_RESTARTED = ("count_if(event = 'dn.start') > "
+                 "count(DISTINCT CASE WHEN event = 'dn.start' THEN concat(run_id, '/', node) END)")
 
 CHECKS: list[Check] = [
     Check("I1", "event logs complete", check_i1),
-    Check("P1", "pipeline rebuilt after an error", check_p1),
-    Check("P2", "replace-datanode policy followed", check_p2),
-    Check("P3", "no acked byte lost in recovery", check_p3),
-    Check("P4", "NameNode agrees on the new pipeline", check_p4),
-    Check("P5", "stale replicas are not valid locations", check_p5),
-    Check("P6", "honest failure when every DataNode failed", check_p6),
-    Check("P7", "setup errors blame the right node", check_p7),
+    Check("P1", "pipeline rebuilt after an error", check_p1, any_event("client.pipeline.error")),
+    Check("P2", "replace-datanode policy followed", check_p2,
+          any_event("client.pipeline.replace")),
+    Check("P3", "no acked byte lost in recovery", check_p3,
+          any_event("client.pipeline.recovered")),
+    Check("P4", "NameNode agrees on the new pipeline", check_p4,
+          any_event("client.pipeline.recovered")),
+    Check("P5", "stale replicas are not valid locations", check_p5,
+          any_event("client.pipeline.recovered")),
+    Check("P6", "honest failure when every DataNode failed", check_p6,
+          any_event("client.pipeline.error", "client.stream.error")),
+    Check("P7", "setup errors blame the right node", check_p7,
+          any_event("client.pipeline.error")),
     Check("L1", "one writer per file", check_l1),
-    Check("L2", "soft limit respected", check_l2),
+    Check("L2", "soft limit respected", check_l2, any_event("nn.lease.recover")),
     Check("L3", "hard limit enforced by the NameNode", check_l3),
-    Check("L4", "recovered files closed in the end", check_l4),
-    Check("L5", "old holder shut out", check_l5),
+    Check("L4", "recovered files closed in the end", check_l4,
+          "count_if(event IN ('nn.lease.recover', 'nn.lease.reassign', 'nn.recovery.start') "
+          "OR (event = 'nn.file.close' AND reason IN ('lease_recovery', 'block_recovery'))) > 0"),
+    Check("L5", "old holder shut out", check_l5,
+          any_event("nn.lease.recover", "nn.lease.reassign")),
     Check("L6", "live writers renew their lease", check_l6),
-    Check("B1", "recovery id and primary", check_b1),
-    Check("B2", "syncBlock length rule", check_b2),
-    Check("B3", "participants and NameNode agree after commit", check_b3),
-    Check("B4", "empty block removed", check_b4),
-    Check("B5", "old generation rejected", check_b5),
-    Check("B6", "restart makes RWR", check_b6),
+    Check("B1", "recovery id and primary", check_b1, any_event("nn.recovery.start")),
+    Check("B2", "syncBlock length rule", check_b2, any_event("dn.recovery.sync")),
+    Check("B3", "participants and NameNode agree after commit", check_b3,
+          any_event("nn.recovery.commit")),
+    Check("B4", "empty block removed", check_b4, any_event("dn.recovery.sync")),
+    Check("B5", "old generation rejected", check_b5, any_event("nn.recovery.commit")),
+    Check("B6", "restart makes RWR", check_b6, _DN_RESTARTED),
     # an addition of hdfs-chaos to spec/CHECKS.md (README: Checks added by hdfs-chaos)
     Check("H1", "COMPLETE only with enough FINALIZED replicas", check_h1),
-    Check("D1", "hflushed bytes durable", check_d1),
+    Check("D1", "hflushed bytes durable", check_d1, any_event("client.hflush")),
     Check("D2", "content read back is what was written", check_d2),
     Check("D3", "FINALIZED replicas agree", check_d3),
     Check("D4", "replication restored", check_d4),
@@ -92,17 +116,20 @@ class CheckResult:
 def prepare_bulk(runs: RunSet) -> None:
     """Build the tables that the checks and metrics read from the bulk of the events
     (writes and acks): the per-process event counts and spans, the acks' progress per
-    stream and block, D2's per-file layout of the writers' streams. Each reads the
-    loader's folded table (load.RunSet.folded) rather than the lines; all three at once,
-    so that the parts that need no rare event (bulk_stats, pipeline.bulk_ack_blocks) run
-    while the loader still parses the rare events in one task, which in local mode would
-    leave the other core idle.
+    stream and block (P1's, only where a pipeline error was logged), D2's per-file layout
+    of the writers' streams. Each reads the loader's folded table (load.RunSet.folded)
+    rather than the lines; all three at once, so that the parts that need no rare event
+    (bulk_stats) run while the loader still parses the rare events in one task, which in
+    local mode would leave the other core idle.
 
     A table that cannot be built is left for the checks that need it: each of them then
     fails on its own as status `error`, and the other checks still run."""
     from . import data, pipeline
+    def acks():     # P1's alone: not where no pipeline error leaves P1 unplanned
+        if "client.pipeline.error" in runs.event_names:
+            pipeline.ack_progress(runs)
     jobs = {"bounds": lambda: runs.bounds, "content_layout": lambda: data.content_layout(runs),
-            "ack_progress": lambda: pipeline.ack_progress(runs)}
+            "ack_progress": acks}
     with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="bulk") as pool:
         pending = {name: pool.submit(job) for name, job in jobs.items()}
         for name, f in pending.items():
@@ -113,9 +140,26 @@ def prepare_bulk(runs: RunSet) -> None:
                             "say so", name, type(exc).__name__, str(exc).splitlines()[0][:200])
 
 
+def possible_checks(runs: RunSet, checks: list[Check],
+                    by_run: bool = False) -> set[str] | dict[str, set[str]]:
+    """The ids of `checks` whose `needs` the loaded runs meet (a check without `needs`
+    always): one small aggregate over the rare events for all of them. With `by_run`,
+    {run_id: ids} for each run that has rare events."""
+    gated = [c for c in checks if c.needs]
+    always = {c.id for c in checks if not c.needs}
+    cols = [f"coalesce({c.needs}, false) AS {ident(c.id)}" for c in gated]
+    if not gated:
+        return always if not by_run else {rid: set(always) for rid in runs.runs}
+    if by_run:
+        rows = runs.rare.groupBy("run_id").agg(*[F.expr(c) for c in cols]).collect()
+        return {r["run_id"]: always | {c.id for c in gated if r[c.id]} for r in rows}
+    row = runs.rare.selectExpr(*cols).collect()[0]
+    return always | {c.id for c in gated if row[c.id]}
+
+
 def run_checks(runs: RunSet, ids: list[str] | None = None,
                timings: dict[str, float] | None = None,
-               threads: int | None = None) -> dict[str, list[CheckResult]]:
+               threads: int | None = None, gate: bool = True) -> dict[str, list[CheckResult]]:
     """Every check (or those in `ids`) over every run: {run_id: [CheckResult...]} in
     CHECKS order.
 
@@ -124,9 +168,26 @@ def run_checks(runs: RunSet, ids: list[str] | None = None,
     threads at once (HDFS_CHAOS_CHECK_THREADS, default 2): much of a check's time is
     spent planning it on the driver and in small stages that leave cores idle, which the
     other thread's job then uses. A check that crashes is reported as status `error` for
-    every run, so one broken oracle cannot hide the others."""
+    every run, so one broken oracle cannot hide the others.
+
+    With `gate`, a check whose `needs` no run meets is not built at all: it skips in
+    every run, as it would have (planning a check costs about half a second of driver
+    time however small the runs are, and one recorded run leaves most checks without
+    their starting events)."""
     selected = [BY_ID[i] for i in (ids or CHECK_IDS)]
     threads = threads or int(os.environ.get("HDFS_CHAOS_CHECK_THREADS", "2"))
+    if gate:
+        try:
+            possible = possible_checks(runs, selected)
+        except Exception as exc:    # cannot tell: plan them all, as without the gate
+            log.warning("could not tell which checks the runs exercise (%s: %s); running "
+                        "every check", type(exc).__name__, str(exc).splitlines()[0][:200])
+            possible = {c.id for c in selected}
+    else:
+        possible = {c.id for c in selected}
+    order = [c.id for c in selected]
+    unneeded = [c for c in selected if c.id not in possible]
+    selected = [c for c in selected if c.id in possible]
 
     def one(check: Check) -> tuple[dict[str, CheckResult], float]:
         t0 = time.perf_counter()
@@ -146,11 +207,13 @@ def run_checks(runs: RunSet, ids: list[str] | None = None,
     else:
         done = [one(c) for c in selected]
     per_check = {c.id: res for c, (res, _) in zip(selected, done)}
+    per_check.update({c.id: {} for c in unneeded})
     if timings is not None:
         timings.update({c.id: took for c, (_, took) in zip(selected, done)})
+        timings.update({c.id: 0.0 for c in unneeded})
     out: dict[str, list[CheckResult]] = {}
     for rid in runs.runs:
-        out[rid] = [per_check[c.id].get(rid) or CheckResult(c.id, "skip", []) for c in selected]
+        out[rid] = [per_check[i].get(rid) or CheckResult(i, "skip", []) for i in order]
     return out
 
 
