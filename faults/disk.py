@@ -3,8 +3,11 @@
 The mini-HDFS DataNode keeps each replica as two files under its storage folder:
 `current/<state>/blk_<block>` (the data) and `current/<state>/blk_<block>_<gs>.meta`
 (a 7-byte header, then a 4-byte CRC per checksum chunk), where `<state>` is
-`finalized`, `rbw` (being written) or `tmp` (temporary). Which block id a "file and
-block index" means is the runner's question for the NameNode; faults take block ids.
+`finalized`, `rbw` (being written) or `tmp` (temporary). Apache Hadoop's DataNode keeps
+the same two files one block pool deeper, `current/BP-*/current/<state>/`, finalized
+replicas further spread over `subdir*/subdir*/`; both layouts are searched. Which block
+id a "file and block index" means is the runner's question for the NameNode; faults
+take block ids.
 
 Both faults are permanent: heal() does nothing. A checksum error or a missing replica
 is exactly what HDFS must detect and repair (re-replication from a good copy), and
@@ -38,22 +41,25 @@ class ReplicaFiles:
     gs: int | None
 
 
+def _data_files(storage: Path, state_dir: str, block_id: int) -> list[Path]:
+    """The data files of `block_id` in one state folder: the mini-HDFS's
+    current/<state>/, else Hadoop's current/BP-*/current/<state>/ at any depth."""
+    mini = storage / "current" / state_dir / f"blk_{block_id}"
+    if mini.is_file():
+        return [mini]
+    return sorted(p for p in storage.glob(f"current/BP-*/current/{state_dir}/**/blk_{block_id}")
+                  if p.is_file())
+
+
 def find_replicas(storage: str | os.PathLike, block_id: int) -> list[ReplicaFiles]:
     """Every replica of `block_id` under `storage` (normally one), finalized first."""
     found = []
     for state_dir in REPLICA_DIRS:
-        folder = Path(storage) / "current" / state_dir
-        data = folder / f"blk_{block_id}"
-        if not data.is_file():
-            continue
-        metas = []
-        if folder.is_dir():
-            for entry in folder.iterdir():
-                m = _META.match(entry.name)
-                if m and int(m.group(1)) == block_id:
-                    metas.append((int(m.group(2)), entry))
-        gs, meta = max(metas) if metas else (None, None)  # the newest generation stamp
-        found.append(ReplicaFiles(block_id, state_dir, data, meta, gs))
+        for data in _data_files(Path(storage), state_dir, block_id):
+            metas = [(int(m.group(2)), entry) for entry in data.parent.iterdir()
+                     if (m := _META.match(entry.name)) and int(m.group(1)) == block_id]
+            gs, meta = max(metas) if metas else (None, None)  # the newest generation stamp
+            found.append(ReplicaFiles(block_id, state_dir, data, meta, gs))
     return found
 
 
@@ -95,7 +101,7 @@ class ReplicaFault(Fault):
         if not self.replicas:
             where = self.node or str(self.storage)
             raise FaultError(f"{self.kind}: {where} has no replica of block {self.block_id} "
-                             f"(looked for blk_{self.block_id} in current/"
+                             f"(looked for blk_{self.block_id} in current/[BP-*/current/]"
                              f"{{{','.join(REPLICA_DIRS)}}})")
 
     def _undo(self) -> None:

@@ -203,8 +203,9 @@ class Config:
         self.raw[name] = value
 
     def validate(self) -> None:
-        if self["lease.hard-limit"] < self["lease.soft-limit"]:
-            raise ConfigError("lease.hard-limit must not be shorter than lease.soft-limit")
+        # A hard limit below the soft limit is allowed, as in Hadoop 3.4
+        # (dfs.namenode.lease-hard-limit-sec is not checked against the soft limit): a
+        # writer then loses its lease after the hard limit unless it renews sooner.
         bpc, packet = self["dfs.bytes-per-checksum"], self["dfs.client-write-packet-size"]
         if bpc <= 0 or packet < bpc:
             raise ConfigError("dfs.client-write-packet-size must be at least dfs.bytes-per-checksum")

@@ -280,3 +280,22 @@ def test_disk_fault_validation(tmp_path):
     (tmp_path / "current" / "finalized").mkdir(parents=True)
     with pytest.raises(FaultError, match="dn3 has no replica of block 7"):
         DeleteReplica(tmp_path, 7, node="dn3").inject()
+
+
+def test_replicas_are_found_in_hadoops_block_pool_layout(tmp_path):
+    from faults.disk import find_replicas
+    pool = tmp_path / "current" / "BP-1-127.0.0.1-1" / "current"
+    fin = pool / "finalized" / "subdir0" / "subdir0"
+    fin.mkdir(parents=True)
+    (fin / "blk_1073741825").write_bytes(b"x" * 10)
+    (fin / "blk_1073741825_1001.meta").write_bytes(b"m")
+    (fin / "blk_1073741825_1003.meta").write_bytes(b"m")
+    (pool / "rbw").mkdir()
+    (pool / "rbw" / "blk_1073741826").write_bytes(b"y")
+    (pool / "rbw" / "blk_1073741826_1002.meta").write_bytes(b"m")
+    [r] = find_replicas(tmp_path, 1073741825)
+    assert (r.state_dir, r.gs, r.data) == ("finalized", 1003, fin / "blk_1073741825")
+    assert [(r.state_dir, r.gs) for r in find_replicas(tmp_path, 1073741826)] == [("rbw", 1002)]
+    c = CorruptReplica(tmp_path, 1073741825, node="dn2", seed=1)
+    c.inject()
+    assert (fin / "blk_1073741825").read_bytes() != b"x" * 10

@@ -112,7 +112,6 @@ def test_bad_values_name_the_key(key, value):
 
 
 @pytest.mark.parametrize("values,words", [
-    ({"lease.soft-limit": "10s", "lease.hard-limit": "5s"}, "lease.hard-limit"),
     ({"dfs.bytes-per-checksum": 512, "dfs.client-write-packet-size": 100},
      "dfs.client-write-packet-size"),
     ({"dfs.blocksize": 1000}, "dfs.blocksize"),
@@ -121,6 +120,12 @@ def test_bad_values_name_the_key(key, value):
 def test_inconsistent_values_are_refused(values, words):
     with pytest.raises(ConfigError, match=words):
         Config(values)
+
+
+def test_a_hard_limit_below_the_soft_limit_is_taken_as_hadoop_34_takes_it():
+    # the library runs the mini-HDFS with Hadoop's 60 s soft limit and a 5 s hard limit
+    conf = Config({"lease.hard-limit": "5s"})
+    assert conf["lease.soft-limit"] == 60.0 and conf["lease.hard-limit"] == 5.0
 
 
 def test_from_pairs_and_json_round_trip():

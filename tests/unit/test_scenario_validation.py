@@ -53,7 +53,7 @@ ERROR_CLASSES = {
     "unknown fault kind": "unknown fault kind 'partitoin' (did you mean 'partition'?)",
     "unknown config key": "unknown configuration key 'dfs.replicaton' (did you mean",
     "bad config value": "cluster.config.dfs.blocksize: expected a size",
-    "config rule across keys": "lease.hard-limit must not be shorter than lease.soft-limit",
+    "config rule across keys": "dfs.blocksize must be a multiple of dfs.bytes-per-checksum",
     "wrong type": "cluster.datanodes: expected a whole number, got 'three'",
     "unknown node": "unknown node 'c2'",
     "node beyond the cluster": "unknown node 'dn7'; the cluster has 3 DataNodes",

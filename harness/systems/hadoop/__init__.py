@@ -6,11 +6,10 @@ conf.py (the scenario's keys per release, the log4j layout), cluster.py (a NameN
 DataNodes as separate JVMs, kill/restart/pause/resume on the JVM's pid, readiness by
 JMX), mesh.py (every directed link through its own Toxiproxy proxy at 127.1.x.y,
 reached through per-JVM hosts files), state.py (final_state.json from the NameNode and
-the DataNodes' storage folders). hadoop-logs' branch adds logmap.py/adapter.py (log4j
-lines -> contract events) and java/ (the workload client HdfsChaosClient); this module
-uses them when present (`LogAdapter`, `DEBUG_LOGGERS`, `java/build.sh`), so the merge
-is a wire-up. Until then a scenario whose clients each run one ungated write, append
-or read runs through Hadoop's FsShell (no client events), and nothing else does.
+the DataNodes' storage folders), logmap.py/adapter.py (log4j lines -> contract events)
+and java/ (the workload client HdfsChaosClient, built by `java/build.sh`). Without a
+built client (java/ missing) a scenario whose clients each run one ungated write,
+append or read falls back to Hadoop's FsShell (no client events).
 """
 
 from __future__ import annotations
