@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
             outcomes.setdefault(scenarios[path].name, []).append(o)
             print(f"{scenarios[path].name} run {i + 1}/{args.times}: {o.status} "
                   f"({time.monotonic() - t0:.1f}s)", flush=True)
+            if o.status == "interrupted":     # Ctrl-C stops the study, not just one run
+                print(f"interrupted: the runs so far are in {args.out}", file=sys.stderr)
+                return 130
     run_time = time.monotonic() - started
     flat = [o for runs in outcomes.values() for o in runs]
     t0 = time.monotonic()
