@@ -203,7 +203,7 @@ def _file_items(path: str, want: dict, facts: RunFacts) -> list[dict]:
             try:
                 if key == "min_len" and str(value).strip().lower() == "hflushed":
                     target = facts.hflushed.get(path, 0)
-                    label = f"hflushed {target}"
+                    label = f"hflushed ({target})"   # measured: no part of its name
                 else:
                     target = parse_size(value, f"expect.files[{path}].{key}")
                     label = str(target)

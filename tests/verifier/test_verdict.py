@@ -24,7 +24,7 @@ def test_expect_all_met(case_verdicts):
     assert v["passed"] is True, json.dumps(v["expect"], indent=1)
     items = _items(v)
     assert len(items) == 10 and set(items.values()) == {"pass"}, items
-    assert "/f len >= hflushed 512 (got 512)" in items
+    assert "/f len >= hflushed (512) (got 512)" in items
     assert "/f len == 512 (got 512)" in items
     assert "/f lease recovered" in items
     assert "block recoveries 1 (got 1)" in items
