@@ -477,3 +477,28 @@ def test_truncate_delete_and_rename_of_the_namenode():
         dict(event="nn.file.truncate", path="/t/a", len=1049576, ok=None),
         dict(event="nn.file.delete", path="/t/b"),
         dict(event="nn.file.rename", path="/t/c", dst="/t/d")]
+
+
+# real lines of dn-restart-during-write on Hadoop 3.4.2: dn1 shut down for upgrade
+# (dfsadmin -shutdownDatanode ... upgrade) sends the writer an OOB RESTART ack
+RS_BP = "BP-602091023-127.0.0.1-1795503020364"
+RS_DN = "127.0.0.1:10010,DS-75a4c207-ad1d-4b3c-8f6d-15afb6878e0a,DISK"
+RS_LINES = [
+    f"2026-11-24 06:50:28,083 DEBUG [DataStreamer for file /data/f1] DataStreamer/DataStreamer: pipeline = [DatanodeInfoWithStorage[{RS_DN}]], blk_1073741826_1002",
+    f"2026-11-24 06:50:28,090 DEBUG [DataStreamer for file /data/f1 block {RS_BP}:blk_1073741826_1002] DataStreamer/DataStreamer: stage=DATA_STREAMING, blk_1073741826_1002",
+    f"2026-11-24 06:50:28,322 INFO [ResponseProcessor for block {RS_BP}:blk_1073741826_1002] DataStreamer/DataStreamer$ErrorState: Datanode 0 is restarting: DatanodeInfoWithStorage[{RS_DN}]",
+    f"2026-11-24 06:50:32,363 DEBUG [DataStreamer for file /data/f1 block {RS_BP}:blk_1073741826_1002] DataStreamer/DataStreamer: pipeline = [DatanodeInfoWithStorage[{RS_DN}]], blk_1073741826_1002",
+    f"2026-11-24 06:50:34,114 DEBUG [DataStreamer for file /data/f1 block {RS_BP}:blk_1073741826_1003] DataStreamer/DataStreamer: nodes [DatanodeInfoWithStorage[{RS_DN}]] storageTypes [DISK] storageIDs [DS-75a4c207-ad1d-4b3c-8f6d-15afb6878e0a]",
+]
+
+
+def test_restart_oob_ack_is_a_restart_wait_then_a_recovery_keeping_the_node():
+    evs = one(RS_LINES, "client")
+    assert [e["event"] for e in evs] == ["client.pipeline.setup", "client.pipeline.restart_wait",
+                                         "client.pipeline.error", "client.pipeline.recovered"]
+    assert evs[1] == dict(event="client.pipeline.restart_wait", path="/data/f1",
+                          block=1073741826, dn="dn1")
+    assert evs[2]["error_index"] == -1 and evs[2]["bad_node"] is None
+    assert evs[2]["restarting"] == "dn1" and evs[2]["pipeline"] == ["dn1"]
+    assert evs[3] == dict(event="client.pipeline.recovered", path="/data/f1", block=1073741826,
+                          old_gs=1002, gs=1003, pipeline=["dn1"])

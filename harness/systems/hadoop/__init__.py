@@ -199,6 +199,9 @@ class Hadoop(SystemUnderTest):
         self.adapters.append(a)
 
     def stop_event_sources(self, backend) -> None:
+        if backend.cluster is not None:
+            # the run is over: the teardown's stops need no dfsadmin JVM per DataNode
+            backend.cluster.upgrade_stops = False
         while self.adapters:
             self.adapters.pop().stop()
         drop_empty_client_logs(os.path.join(backend.run_dir, "events"))

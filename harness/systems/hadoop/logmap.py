@@ -689,6 +689,24 @@ def _cl_error_recovery(mp: LogMapper, m: re.Match, ln: LogLine):
                 pipeline=pipeline, error_index=index, bad_node=bad, acked=None)]
 
 
+def _cl_restarting(mp: LogMapper, m: re.Match, ln: LogLine):
+    # ErrorState: an OOB RESTART ack from pipeline node N; the client waits up to
+    # dfs.client.datanode-restart.timeout for it and rebuilds the pipeline with it
+    # (no node is bad: error_index -1), as the mini-HDFS's restart_wait + error do
+    b = _blk(ln.thread)
+    if b is None:
+        return []
+    block, gs = b
+    path = mp.block_path.get(block)
+    dn = mp.node_of(m.group(2))
+    mp.pending_setup[block] = dict(kind="recovery", old_gs=gs, bad=None, path=path)
+    return [_ev("client.pipeline.restart_wait", path=path, block=block, dn=dn),
+            _ev("client.pipeline.error", path=path, block=block, gs=gs,
+                stage=mp.stage.get(block), pipeline=mp.block_pipeline.get(block),
+                error_index=-1, bad_node=None, acked=None,
+                reason=f"A datanode is restarting: {dn}", restarting=dn)]
+
+
 def _cl_sending(mp: LogMapper, m: re.Match, ln: LogLine):
     # the bytes of the block a packet ends at: what its ack, logged by the
     # ResponseProcessor with the seqno only, says is acked by every node
@@ -741,6 +759,7 @@ def _cl_streaming(mp: LogMapper, block: int, gs: int, path: str | None,
         return []
     mp.announced.add((block, gs))
     mp.candidate.pop(block, None)
+    mp.block_pipeline[block] = cand
     return [_ev("client.pipeline.setup", path=path, block=block, gs=gs,
                 stage="PIPELINE_SETUP_CREATE", pipeline=cand)]
 
@@ -915,6 +934,8 @@ TABLE_3_4: list[Rule] = [
     _r("error_recovery", "client",
        r"^Error Recovery for " + _BLK + r" in pipeline \[(.*)\]: datanode (\d+)\("
        r"DatanodeInfoWithStorage\[([^,\]]+)", _cl_error_recovery),
+    _r("restarting", "client",
+       r"^Datanode (\d+) is restarting: DatanodeInfoWithStorage\[([^,\]]+)", _cl_restarting),
     _r("pipeline", "client", r"^pipeline = \[(.*)\], " + _BLK + r"\s*$", _cl_pipeline),
     _r("append_block", "client", r"^Append to block " + _BLK, _cl_append),
     _r("create_failed", "client", r"^Exception in createBlockOutputStream " + _BLK,
