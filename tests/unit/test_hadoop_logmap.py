@@ -502,3 +502,41 @@ def test_restart_oob_ack_is_a_restart_wait_then_a_recovery_keeping_the_node():
     assert evs[2]["restarting"] == "dn1" and evs[2]["pipeline"] == ["dn1"]
     assert evs[3] == dict(event="client.pipeline.recovered", path="/data/f1", block=1073741826,
                           old_gs=1002, gs=1003, pipeline=["dn1"])
+
+
+# real lines of Hadoop 3.4.2 (recover-lease-fencing, second-writer-before-soft-limit): the
+# NameNode logs fsync / startFile / appendFile before its lease checks, so a refused call
+# logs them too; its handler thread then logs the call's exception
+REFUSED_FSYNC = [
+    '2026-11-24 06:39:43,621 INFO [IPC Server handler 7 on default port 22094] StateChange/FSNamesystem: BLOCK* fsync: /data/f1 for DFSClient_NONMAPREDUCE_2141994586_1',
+    '2026-11-24 06:39:43,622 INFO [IPC Server handler 7 on default port 22094] Server/Server: IPC Server handler 7 on default port 22094, call Call#5 Retry#0 org.apache.hadoop.hdfs.protocol.ClientProtocol.fsync from 127.0.0.1:37602: org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException: Client (=DFSClient_NONMAPREDUCE_2141994586_1) is not the lease owner (=DFSClient_NONMAPREDUCE_-1177208907_1: /data/f1 (inode 16387) Holder DFSClient_NONMAPREDUCE_2141994586_1 does not have any open files.',
+]
+REFUSED_APPEND_CREATE = [
+    '2026-11-24 06:43:11,187 DEBUG [IPC Server handler 8 on default port 26687] StateChange/NameNodeRpcServer: *DIR* NameNode.append: file /data/f1 for DFSClient_NONMAPREDUCE_-122756982_1 at 127.0.0.1.',
+    '2026-11-24 06:43:11,187 DEBUG [IPC Server handler 8 on default port 26687] StateChange/FSNamesystem: DIR* NameSystem.appendFile: src=/data/f1, holder=DFSClient_NONMAPREDUCE_-122756982_1, clientMachine=127.0.0.1',
+    '2026-11-24 06:43:11,188 WARN [IPC Server handler 8 on default port 26687] StateChange/FSDirAppendOp: DIR* NameSystem.append: Failed to APPEND_FILE /data/f1 for DFSClient_NONMAPREDUCE_-122756982_1 on 127.0.0.1 because this file lease is currently owned by DFSClient_NONMAPREDUCE_-392477979_1 on 127.0.0.1',
+    '2026-11-24 06:43:11,189 INFO [IPC Server handler 8 on default port 26687] Server/Server: IPC Server handler 8 on default port 26687, call Call#0 Retry#0 org.apache.hadoop.hdfs.protocol.ClientProtocol.append from 127.0.0.1:51980: org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException: Failed to APPEND_FILE /data/f1 for DFSClient_NONMAPREDUCE_-122756982_1 on 127.0.0.1 because this file lease is currently owned by DFSClient_NONMAPREDUCE_-392477979_1 on 127.0.0.1',
+    '2026-11-24 06:43:11,233 DEBUG [IPC Server handler 9 on default port 26687] StateChange/NameNodeRpcServer: *DIR* NameNode.create: file /data/f1 for DFSClient_NONMAPREDUCE_-122756982_1 at 127.0.0.1.',
+    "2026-11-24 06:43:11,233 DEBUG [IPC Server handler 9 on default port 26687] StateChange/FSNamesystem: DIR* NameSystem.startFile: src=/data/f1, holder=DFSClient_NONMAPREDUCE_-122756982_1, clientMachine=127.0.0.1, createParent=true, replication=3, createFlag=[CREATE], blockSize=1048576, supportedVersions=[CryptoProtocolVersion{description='Encryption zones', version=2, unknownValue=null}], ecPolicyName=, storagePolicy=",
+    '2026-11-24 06:43:11,234 INFO [IPC Server handler 9 on default port 26687] Server/Server: IPC Server handler 9 on default port 26687, call Call#1 Retry#0 org.apache.hadoop.hdfs.protocol.ClientProtocol.create from 127.0.0.1:51980: org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException: Failed to CREATE_FILE /data/f1 for DFSClient_NONMAPREDUCE_-122756982_1 on 127.0.0.1 because this file lease is currently owned by DFSClient_NONMAPREDUCE_-392477979_1 on 127.0.0.1',
+]
+CREATED = [
+    "2026-11-24 06:43:06,820 DEBUG [IPC Server handler 4 on default port 26687] StateChange/FSNamesystem: DIR* NameSystem.startFile: src=/data/f1, holder=DFSClient_NONMAPREDUCE_-392477979_1, clientMachine=127.0.0.1, createParent=true, replication=3, createFlag=[CREATE], blockSize=1048576, supportedVersions=[CryptoProtocolVersion{description='Encryption zones', version=2, unknownValue=null}], ecPolicyName=, storagePolicy=",
+    '2026-11-24 06:43:06,914 DEBUG [IPC Server handler 4 on default port 26687] StateChange/FSDirWriteFileOp: DIR* NameSystem.startFile: added /data/f1 inode 16387 DFSClient_NONMAPREDUCE_-392477979_1',
+]
+
+
+def test_a_refused_call_is_not_an_event_and_an_accepted_one_is():
+    assert [e["event"] for e in one(REFUSED_FSYNC, "namenode")] == ["nn.rpc.reject"]
+    assert [(e["event"], e.get("op")) for e in one(REFUSED_APPEND_CREATE, "namenode")] == [
+        ("nn.rpc.reject", "append"), ("nn.rpc.reject", "create")]
+    assert [e["event"] for e in one(CREATED, "namenode")] == ["nn.file.create", "nn.lease.add"]
+    # an fsync whose handler logs nothing more is released by the next line a second on
+    later = REFUSED_FSYNC[0].replace("06:39:43,621", "06:39:45,000").replace(
+        "handler 7", "handler 2").replace("BLOCK* fsync", "BLOCK* fsyncX")
+    assert [e["event"] for e in one([REFUSED_FSYNC[0], later], "namenode")] == ["nn.file.fsync"]
+    # and a held event keeps the time of its own line
+    mp = LogMapper("namenode", hosts=HOSTS)
+    assert mp.feed(REFUSED_FSYNC[0]) == []
+    [ev] = mp.release_older(parse_line(REFUSED_FSYNC[0]).ts + 2)
+    assert ev["ts"] == round(parse_line(REFUSED_FSYNC[0]).ts, 6)

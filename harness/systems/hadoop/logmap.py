@@ -33,6 +33,9 @@ import re
 from typing import Callable, Iterable
 
 SOURCE = "hadoop-log"
+# how long a request line's events wait for the handler thread's next line (the
+# exception of a refused call follows within milliseconds)
+HOLD_S = 1.0
 # The NameNode's own lease holder while it recovers a lease (HdfsServerConstants).
 NAMENODE_HOLDER = "HDFS_NameNode"
 DEFAULT_RELEASE = "3.4.2"
@@ -215,6 +218,10 @@ class LogMapper:
         self.pending_call: str | None = None   # NN: the RPC whose exception the next line names
         self.pending_start = False
         self.formatting = False
+        # NN: events of a request line (fsync, startFile, appendFile) that the handler
+        # logs *before* checking the lease: held per handler thread until that thread
+        # logs something else (kept) or the call's exception (dropped), or HOLD_S pass
+        self.held: dict[str, tuple[float, list[dict]]] = {}
 
     # -- names ---------------------------------------------------------------------------
 
@@ -258,7 +265,7 @@ class LogMapper:
             if self.pending_call is not None and "call Call#" not in line.msg:
                 self.pending_call = None
             bare = False
-        out: list[dict] = []
+        out: list[dict] = self._release(line) if self.held and not bare else []
         for rule in self.rules:
             if rule.bare != bare:
                 continue
@@ -272,11 +279,49 @@ class LogMapper:
                 break
         return out
 
+    def hold(self, ln: LogLine, events: list[dict]) -> list[dict]:
+        """Keep a request line's events until the call is known not to have failed."""
+        self.held[ln.thread] = (ln.ts, [{"ts": round(ln.ts, 6), **e, "source": SOURCE,
+                                         "logger": ln.logger} for e in events])
+        return []
+
+    def _released(self, events: list[dict]) -> list[dict]:
+        for e in events:
+            if e["event"] in ("nn.lease.add", "nn.file.fsync"):
+                self.path_holder[e["path"]] = e["holder"]
+        return events
+
+    def _release(self, line: LogLine) -> list[dict]:
+        out = []
+        for thread, (ts, events) in list(self.held.items()):
+            if thread == line.thread:
+                if "call Call#" in line.msg:           # the call failed: it did not happen
+                    del self.held[thread]
+                elif line.level not in ("WARN", "ERROR"):
+                    out += self.held.pop(thread)[1]    # the call went on
+            elif line.ts - ts > HOLD_S:
+                out += self.held.pop(thread)[1]
+        return self._released(out)
+
+    def release_older(self, now: float) -> list[dict]:
+        """Held events older than HOLD_S at wall-clock `now` (a log gone quiet)."""
+        out = []
+        for thread, (ts, events) in list(self.held.items()):
+            if now - ts > HOLD_S:
+                out += self.held.pop(thread)[1]
+        return self._released(out)
+
+    def flush(self) -> list[dict]:
+        """Events still held (the end of a log)."""
+        out = [e for _, events in self.held.values() for e in events]
+        self.held.clear()
+        return self._released(out)
+
     def feed_all(self, lines: Iterable[str]) -> list[dict]:
         out: list[dict] = []
         for raw in lines:
             out.extend(self.feed(raw))
-        return out
+        return out + self.flush()
 
 
 def _ev(name: str, **fields) -> dict:
@@ -295,23 +340,22 @@ def _nn_allocate(mp: LogMapper, m: re.Match, ln: LogLine):
 
 
 def _nn_fsync(mp: LogMapper, m: re.Match, ln: LogLine):
+    # logged before checkLease: a fenced writer's refused fsync logs it too
     path, holder = m.group(1), m.group(2)
-    mp.path_holder[path] = holder
-    return [_ev("nn.file.fsync", path=path, holder=holder)]
+    return mp.hold(ln, [_ev("nn.file.fsync", path=path, holder=holder)])
 
 
 def _nn_start_file(mp: LogMapper, m: re.Match, ln: LogLine):
+    # logged before the lease checks: a refused create (AlreadyBeingCreated) logs it too
     path, holder = m.group(1), m.group(2)
-    mp.path_holder[path] = holder
-    return [_ev("nn.file.create", path=path, holder=holder),
-            _ev("nn.lease.add", holder=holder, path=path)]
+    return mp.hold(ln, [_ev("nn.file.create", path=path, holder=holder),
+                        _ev("nn.lease.add", holder=holder, path=path)])
 
 
 def _nn_append_file(mp: LogMapper, m: re.Match, ln: LogLine):
     path, holder = m.group(1), m.group(2)
-    mp.path_holder[path] = holder
-    return [_ev("nn.file.append", path=path, holder=holder),
-            _ev("nn.lease.add", holder=holder, path=path)]
+    return mp.hold(ln, [_ev("nn.file.append", path=path, holder=holder),
+                        _ev("nn.lease.add", holder=holder, path=path)])
 
 
 def _nn_complete(mp: LogMapper, m: re.Match, ln: LogLine):
