@@ -390,10 +390,15 @@ def test_banners_start_and_stop():
     banner = ["/" + "*" * 60, "STARTUP_MSG: Starting NameNode", "STARTUP_MSG:   host = vm/127.0.0.1"]
     fmt = [head, *banner, "STARTUP_MSG:   args = [-format, -force, -nonInteractive]",
            down, "SHUTDOWN_MSG: Shutting down NameNode at vm/127.0.0.1"]
-    run = [head, *banner, "STARTUP_MSG:   args = []",
+    loaded = ("2026-11-24 03:11:33,600 INFO [main] FSNamesystem/FSNamesystem: Finished loading "
+              "FSImage in 550 msecs")
+    run = [head, *banner, "STARTUP_MSG:   args = []", loaded,
            down, "SHUTDOWN_MSG: Shutting down NameNode at vm/127.0.0.1"]
-    assert [e["event"] for e in one(fmt + run, "namenode")] == ["nn.start", "nn.stop"]
-    dn = [line.replace("NameNode", "DataNode") for line in run]
+    evs = map_lines(fmt + run, "namenode", hosts=HOSTS)
+    assert [e["event"] for e in evs] == ["nn.start", "nn.stop"]
+    # the NameNode starts when its namespace (and the open files' leases) is loaded
+    assert evs[0]["ts"] == parse_line(loaded).ts
+    dn = [line.replace("NameNode", "DataNode") for line in run if line != loaded]
     assert one(dn, "datanode") == [dict(event="dn.start", replicas=None), dict(event="dn.stop")]
 
 

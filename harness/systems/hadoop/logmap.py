@@ -217,6 +217,7 @@ class LogMapper:
         self.cont_block: int | None = None     # the replica a continuation line describes
         self.pending_call: str | None = None   # NN: the RPC whose exception the next line names
         self.pending_start = False
+        self.pending_nn_start = False          # NN: started, namespace not loaded yet
         self.formatting = False
         # NN: events of a request line (fsync, startFile, appendFile) that the handler
         # logs *before* checking the lease: held per handler thread until that thread
@@ -580,8 +581,18 @@ def _startup_args(mp: LogMapper, m: re.Match, ln: LogLine):
         mp.formatting = True
         return []
     if mp.role == "namenode":
-        return [_ev("nn.start")]
+        # nn.start waits for the namespace: Hadoop restores the open files' leases, their
+        # renewal time "now", while it replays the edits, seconds after the JVM started
+        mp.pending_nn_start = True
+        return []
     return [_ev("dn.start", replicas=None)]
+
+
+def _nn_loaded(mp: LogMapper, m: re.Match, ln: LogLine):
+    if not mp.pending_nn_start:
+        return []
+    mp.pending_nn_start = False
+    return [_ev("nn.start")]
 
 
 def _shutdown(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -940,6 +951,7 @@ TABLE_3_4: list[Rule] = [
     _r("startup_args_nn", "namenode", r"^STARTUP_MSG:\s+args = \[(.*)\]", _startup_args,
        bare=True),
     _r("shutdown_nn", "namenode", r"^SHUTDOWN_MSG: Shutting down NameNode", _shutdown, bare=True),
+    _r("namespace_loaded", "namenode", r"^Finished loading FSImage in \d+ msecs", _nn_loaded),
     _r("startup_dn", "datanode", r"^STARTUP_MSG: Starting DataNode", _startup, bare=True),
     _r("startup_args_dn", "datanode", r"^STARTUP_MSG:\s+args = \[(.*)\]", _startup_args,
        bare=True),
