@@ -545,3 +545,23 @@ def test_a_refused_call_is_not_an_event_and_an_accepted_one_is():
     assert mp.feed(REFUSED_FSYNC[0]) == []
     [ev] = mp.release_older(parse_line(REFUSED_FSYNC[0]).ts + 2)
     assert ev["ts"] == round(parse_line(REFUSED_FSYNC[0]).ts, 6)
+
+
+# real lines of stale-datanode-recovery-primary on Hadoop 3.4.2: dn3 copies the block to
+# dn1 on the NameNode's order (the target named by host name and the link's proxy)
+TRANSFER_LINES = [
+    '2026-11-24 06:54:38,132 INFO [Command processor] DataNode/DataNode: DatanodeRegistration(127.0.0.1:22654, datanodeUuid=103faeb4-8806-467c-a890-67f0af9b86be, infoPort=23262, infoSecurePort=0, ipcPort=25694, storageInfo=lv=-57;cid=CID-102fabb4-63db-49cb-afb0-2584b187e5ce;nsid=47021356;c=1795503258997) Starting thread to transfer BP-1087369162-127.0.0.1-1795503258997:blk_1073741825_1002 to 127.0.0.1:26397',
+    '2026-11-24 06:54:38,436 INFO [java.util.concurrent.ThreadPoolExecutor$Worker@4da9672d[State = -1, empty queue]] DataNode/DataNode$DataTransfer: DataTransfer, at dn3.hdfs:22654: Transmitted BP-1087369162-127.0.0.1-1795503258997:blk_1073741825_1002 (numBytes=786432) to dn1.hdfs/127.1.3.1:26397',
+]
+
+
+def test_a_transfer_the_namenode_ordered_is_a_finalized_transfer():
+    import re
+    port = re.search(r"to dn1\.hdfs/[\d.]+:(\d+)", TRANSFER_LINES[-1]).group(1)
+    evs = strip(map_lines(TRANSFER_LINES, "datanode", hosts={f"127.0.0.1:{port}": "dn1",
+                                                               f"dn1.hdfs:{port}": "dn1"}))
+    assert evs == [dict(event="dn.transfer", block=1073741825, gs=1002, len=786432,
+                        target="dn1", stage="TRANSFER_FINALIZED")]
+    # the same copy without the order: a writer's pipeline replacement
+    assert strip(map_lines(TRANSFER_LINES[-1:], "datanode", hosts={f"127.0.0.1:{port}": "dn1"})
+                 )[0]["stage"] == "TRANSFER_RBW"

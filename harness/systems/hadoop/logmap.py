@@ -218,6 +218,7 @@ class LogMapper:
         self.pending_call: str | None = None   # NN: the RPC whose exception the next line names
         self.pending_start = False
         self.pending_nn_start = False          # NN: started, namespace not loaded yet
+        self.ordered_transfers: set[tuple[int, int]] = set()   # DN: DNA_TRANSFER blocks
         self.formatting = False
         # NN: events of a request line (fsync, startFile, appendFile) that the handler
         # logs *before* checking the lease: held per handler thread until that thread
@@ -744,6 +745,24 @@ def _cl_error_recovery(mp: LogMapper, m: re.Match, ln: LogLine):
                 pipeline=pipeline, error_index=index, bad_node=bad, acked=None)]
 
 
+def _dn_transfer_ordered(mp: LogMapper, m: re.Match, ln: LogLine):
+    # the NameNode's DNA_TRANSFER (re-replication of a FINALIZED replica)
+    mp.ordered_transfers.add((int(m.group(1)), int(m.group(2))))
+    return []
+
+
+def _dn_transmitted(mp: LogMapper, m: re.Match, ln: LogLine):
+    # a finished DataTransfer (INFO): a copy the NameNode ordered (TRANSFER_FINALIZED)
+    # or one a writer asked for to replace a pipeline node (TRANSFER_RBW); the target
+    # is named by host name and proxy address, which node_of resolves
+    block, gs = int(m.group(1)), int(m.group(2))
+    ordered = (block, gs) in mp.ordered_transfers
+    mp.ordered_transfers.discard((block, gs))
+    return [_ev("dn.transfer", block=block, gs=gs, len=int(m.group(3)),
+                target=mp.node_of(m.group(4)),
+                stage="TRANSFER_FINALIZED" if ordered else "TRANSFER_RBW")]
+
+
 def _cl_restarting(mp: LogMapper, m: re.Match, ln: LogLine):
     # ErrorState: an OOB RESTART ack from pipeline node N; the client waits up to
     # dfs.client.datanode-restart.timeout for it and rebuilds the pipeline with it
@@ -985,6 +1004,11 @@ TABLE_3_4: list[Rule] = [
        r"bytes: (\d+), op: HDFS_WRITE, cliID: (\S+?), offset: \d+, srvID: \S+, blockid: " + _BLK,
        _dn_clienttrace_write),
     _r("write_stage", "datanode", r"^opWriteBlock: stage=(\w+), clientname=(\S+)", _dn_write_stage),
+    _r("transfer_ordered", "datanode", r"\) Starting thread to transfer " + _BLK + r" to ",
+       _dn_transfer_ordered),
+    _r("transmitted", "datanode",
+       r"^DataTransfer, at \S+: Transmitted " + _BLK + r" \(numBytes=(\d+)\) to (\S+)",
+       _dn_transmitted),
     _r("receiving", "datanode", r"^Receiving " + _BLK + r" src: (\S+) dest: ", _dn_receiving),
     # client
     _r("error_recovery", "client",
