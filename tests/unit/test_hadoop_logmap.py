@@ -565,3 +565,24 @@ def test_a_transfer_the_namenode_ordered_is_a_finalized_transfer():
     # the same copy without the order: a writer's pipeline replacement
     assert strip(map_lines(TRANSFER_LINES[-1:], "datanode", hosts={f"127.0.0.1:{port}": "dn1"})
                  )[0]["stage"] == "TRANSFER_RBW"
+
+
+# real lines of dn-restart-too-late on Hadoop 3.4.2: dn1 restarting, not back within 1 s
+RESTART_LATE_LINES = [
+    '2026-11-24 06:53:49,602 DEBUG [DataStreamer for file /data/f1] DataStreamer/DataStreamer: pipeline = [DatanodeInfoWithStorage[127.0.0.1:25878,DS-762b2ee0-3952-4781-8eee-5ba79848bf29,DISK]], blk_1073741826_1002',
+    '2026-11-24 06:53:49,621 DEBUG [DataStreamer for file /data/f1 block BP-586010473-127.0.0.1-1795503219867:blk_1073741826_1002] DataStreamer/DataStreamer: stage=DATA_STREAMING, blk_1073741826_1002',
+    '2026-11-24 06:53:50,329 INFO [ResponseProcessor for block BP-586010473-127.0.0.1-1795503219867:blk_1073741826_1002] DataStreamer/DataStreamer$ErrorState: Datanode 0 is restarting: DatanodeInfoWithStorage[127.0.0.1:25878,DS-762b2ee0-3952-4781-8eee-5ba79848bf29,DISK]',
+    '2026-11-24 06:53:51,434 WARN [DataStreamer for file /data/f1 block BP-586010473-127.0.0.1-1795503219867:blk_1073741826_1002] DataStreamer/DataStreamer$ErrorState: Datanode 0 did not restart within 1000ms: DatanodeInfoWithStorage[127.0.0.1:25878,DS-762b2ee0-3952-4781-8eee-5ba79848bf29,DISK]',
+]
+
+
+def test_a_restart_not_in_time_is_a_timeout_and_a_bad_node():
+    import re
+    port = re.search(r"127\.0\.0\.1:(\d+),DS-", RESTART_LATE_LINES[-1]).group(1)
+    evs = strip(map_lines(RESTART_LATE_LINES, "client", hosts={f"127.0.0.1:{port}": "dn1"}))
+    assert [e["event"] for e in evs] == [
+        "client.pipeline.setup", "client.pipeline.restart_wait", "client.pipeline.error",
+        "client.pipeline.restart_timeout", "client.pipeline.error"]
+    assert evs[3] == dict(event="client.pipeline.restart_timeout", path="/data/f1",
+                          block=1073741826, dn="dn1", timeout=1.0)
+    assert (evs[4]["bad_node"], evs[4]["error_index"]) == ("dn1", 0)

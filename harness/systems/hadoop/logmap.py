@@ -781,6 +781,29 @@ def _cl_restarting(mp: LogMapper, m: re.Match, ln: LogLine):
                 reason=f"A datanode is restarting: {dn}", restarting=dn)]
 
 
+def _cl_restart_timeout(mp: LogMapper, m: re.Match, ln: LogLine):
+    # the restarting node is not back within dfs.client.datanode-restart.timeout: the
+    # client marks it bad (a node error, no longer a restart) and recovers without it
+    t = _STREAMER_THREAD.search(ln.thread)
+    if not t or t.group(2) is None:
+        return []
+    block, gs = int(t.group(2)), int(t.group(3))
+    path = t.group(1)
+    dn = mp.node_of(m.group(3))
+    timeout = int(m.group(2)) / 1000
+    mp.bad_node[block] = dn
+    pending = mp.pending_setup.get(block)
+    if pending is not None:
+        pending["bad"] = dn
+    pipeline = mp.block_pipeline.get(block)
+    return [_ev("client.pipeline.restart_timeout", path=path, block=block, dn=dn,
+                timeout=timeout),
+            _ev("client.pipeline.error", path=path, block=block, gs=gs,
+                stage="PIPELINE_SETUP_STREAMING_RECOVERY", pipeline=pipeline,
+                error_index=int(m.group(1)), bad_node=dn, acked=None,
+                reason=f"did not restart within {timeout:g}s: {dn}")]
+
+
 def _cl_sending(mp: LogMapper, m: re.Match, ln: LogLine):
     # the bytes of the block a packet ends at: what its ack, logged by the
     # ResponseProcessor with the seqno only, says is acked by every node
@@ -1016,6 +1039,9 @@ TABLE_3_4: list[Rule] = [
        r"DatanodeInfoWithStorage\[([^,\]]+)", _cl_error_recovery),
     _r("restarting", "client",
        r"^Datanode (\d+) is restarting: DatanodeInfoWithStorage\[([^,\]]+)", _cl_restarting),
+    _r("restart_timeout", "client",
+       r"^Datanode (\d+) did not restart within (\d+)ms: DatanodeInfoWithStorage\[([^,\]]+)",
+       _cl_restart_timeout),
     _r("pipeline", "client", r"^pipeline = \[(.*)\], " + _BLK + r"\s*$", _cl_pipeline),
     _r("append_block", "client", r"^Append to block " + _BLK, _cl_append),
     _r("create_failed", "client", r"^Exception in createBlockOutputStream " + _BLK,
