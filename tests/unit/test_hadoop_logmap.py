@@ -134,8 +134,8 @@ def test_lease_recovery_block_recovery_and_commit():
     evs = one([NN_RECOVER_LEASE, NN_RELEASE, NN_COMMIT, NN_COMMIT_OK], "namenode")
     names = [e["event"] for e in evs]
     assert names == ["nn.lease.recover", "nn.recovery.start", "nn.block.gs_bump",
-                     "nn.lease.reassign", "nn.recovery.commit", "nn.file.close",
-                     "nn.lease.remove"]
+                     "nn.lease.reassign", "nn.recovery.commit", "nn.block.state",
+                     "nn.file.close", "nn.lease.remove"]
     start = evs[1]
     assert (start["path"], start["block"], start["gs"], start["recovery_id"]) == (
         "/t/d2", 1073741831, 1013, 1014)
@@ -147,8 +147,11 @@ def test_lease_recovery_block_recovery_and_commit():
     assert evs[4] == dict(event="nn.recovery.commit", path="/t/d2", block=1073741831,
                           recovery_id=1014, gs=1014, old_gs=1013, len=2161664,
                           pipeline=["dn2", "dn3"], close=True, delete=False)
-    assert evs[5] == dict(event="nn.file.close", path="/t/d2", len=None, reason="block_recovery")
-    assert evs[6] == dict(event="nn.lease.remove", holder=None, path="/t/d2",
+    # the NameNode holds the block at the recovery's GS and length from the commit on
+    assert evs[5] == dict(event="nn.block.state", path="/t/d2", block=1073741831, gs=1014,
+                          len=2161664, state="COMMITTED")
+    assert evs[6] == dict(event="nn.file.close", path="/t/d2", len=None, reason="block_recovery")
+    assert evs[7] == dict(event="nn.lease.remove", holder=None, path="/t/d2",
                           reason="block_recovery")
     # the request line alone commits nothing
     assert one(NN_COMMIT, "namenode") == []

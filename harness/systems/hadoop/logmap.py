@@ -506,6 +506,10 @@ def _nn_commit_success(mp: LogMapper, m: re.Match, ln: LogLine):
                        state="REMOVED"))
     else:
         mp.block_pipeline[block] = req["pipeline"]
+        # "successful": the NameNode now holds the block at the recovery's GS and length
+        # (commitOrCompleteLastBlock), whatever a later append makes of it
+        out.append(_ev("nn.block.state", path=path, block=block, gs=req["gs"], len=req["len"],
+                       state="COMMITTED"))
     if req["close"] and path:
         holder = mp.path_holder.pop(path, None)
         mp.recovering_paths.discard(path)
