@@ -105,7 +105,12 @@ class Hadoop(SystemUnderTest):
         if not os.path.isfile(build):
             return None
         out = os.path.join(str(fetch.release_dir(self.version)), "classes-client")
-        if not os.path.isfile(os.path.join(out, f"{CLIENT_CLASS}.class")):
+        built = os.path.join(out, f"{CLIENT_CLASS}.class")
+        sources = [os.path.join(JAVA_DIR, n) for n in os.listdir(JAVA_DIR)
+                   if n.endswith((".java", ".sh"))]
+        # rebuilt when missing or older than its source (an edited client is not stale)
+        if not os.path.isfile(built) or \
+                os.path.getmtime(built) < max(os.path.getmtime(p) for p in sources):
             subprocess.run(["bash", build, str(fetch.lib_dir(self.version)), out], check=True,
                            capture_output=True)
         return out
