@@ -44,7 +44,7 @@ def test_one_scenario_on_both_systems(tmp_path, capsys):
     for _, row in t.iterrows():
         # the second client's recoverLease made each system recover the block
         assert row["verdict"] in ("PASS", "FAIL"), row["run_status"]
-        assert row["lease_recoveries"] == 1 and row["block_recoveries"] == 1, row["system"]
+        assert row["lease_recoveries"] >= 1 and row["block_recoveries"] >= 1, row["system"]
         assert row["check_B1"] in ("pass", "fail") and row["check_B2"] in ("pass", "fail")
         assert row["files_closed"] == 1
         assert len(row["block_latencies_s"]) == 1

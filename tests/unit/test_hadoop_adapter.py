@@ -91,8 +91,8 @@ def test_restart_truncation_replacement_and_a_torn_line(tmp_path):
     assert [e["event"] for e in events] == [
         "nn.lease.expired", "nn.lease.recover", "nn.recovery.start", "nn.block.gs_bump",
         "nn.lease.reassign", "nn.file.fsync", "nn.block.allocate", "nn.recovery.commit",
-        "nn.file.close", "nn.lease.remove"]
-    assert [e["seq"] for e in events] == list(range(10))
+        "nn.block.state", "nn.file.close", "nn.lease.remove"]
+    assert [e["seq"] for e in events] == list(range(11))
 
 
 def test_seq_goes_on_after_an_existing_events_file(tmp_path):

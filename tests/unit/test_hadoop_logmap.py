@@ -134,8 +134,8 @@ def test_lease_recovery_block_recovery_and_commit():
     evs = one([NN_RECOVER_LEASE, NN_RELEASE, NN_COMMIT, NN_COMMIT_OK], "namenode")
     names = [e["event"] for e in evs]
     assert names == ["nn.lease.recover", "nn.recovery.start", "nn.block.gs_bump",
-                     "nn.lease.reassign", "nn.recovery.commit", "nn.file.close",
-                     "nn.lease.remove"]
+                     "nn.lease.reassign", "nn.recovery.commit", "nn.block.state",
+                     "nn.file.close", "nn.lease.remove"]
     start = evs[1]
     assert (start["path"], start["block"], start["gs"], start["recovery_id"]) == (
         "/t/d2", 1073741831, 1013, 1014)
@@ -147,8 +147,11 @@ def test_lease_recovery_block_recovery_and_commit():
     assert evs[4] == dict(event="nn.recovery.commit", path="/t/d2", block=1073741831,
                           recovery_id=1014, gs=1014, old_gs=1013, len=2161664,
                           pipeline=["dn2", "dn3"], close=True, delete=False)
-    assert evs[5] == dict(event="nn.file.close", path="/t/d2", len=None, reason="block_recovery")
-    assert evs[6] == dict(event="nn.lease.remove", holder=None, path="/t/d2",
+    # the NameNode holds the block at the recovery's GS and length from the commit on
+    assert evs[5] == dict(event="nn.block.state", path="/t/d2", block=1073741831, gs=1014,
+                          len=2161664, state="COMMITTED")
+    assert evs[6] == dict(event="nn.file.close", path="/t/d2", len=None, reason="block_recovery")
+    assert evs[7] == dict(event="nn.lease.remove", holder=None, path="/t/d2",
                           reason="block_recovery")
     # the request line alone commits nothing
     assert one(NN_COMMIT, "namenode") == []
@@ -390,10 +393,15 @@ def test_banners_start_and_stop():
     banner = ["/" + "*" * 60, "STARTUP_MSG: Starting NameNode", "STARTUP_MSG:   host = vm/127.0.0.1"]
     fmt = [head, *banner, "STARTUP_MSG:   args = [-format, -force, -nonInteractive]",
            down, "SHUTDOWN_MSG: Shutting down NameNode at vm/127.0.0.1"]
-    run = [head, *banner, "STARTUP_MSG:   args = []",
+    loaded = ("2026-11-24 03:11:33,600 INFO [main] FSNamesystem/FSNamesystem: Finished loading "
+              "FSImage in 550 msecs")
+    run = [head, *banner, "STARTUP_MSG:   args = []", loaded,
            down, "SHUTDOWN_MSG: Shutting down NameNode at vm/127.0.0.1"]
-    assert [e["event"] for e in one(fmt + run, "namenode")] == ["nn.start", "nn.stop"]
-    dn = [line.replace("NameNode", "DataNode") for line in run]
+    evs = map_lines(fmt + run, "namenode", hosts=HOSTS)
+    assert [e["event"] for e in evs] == ["nn.start", "nn.stop"]
+    # the NameNode starts when its namespace (and the open files' leases) is loaded
+    assert evs[0]["ts"] == parse_line(loaded).ts
+    dn = [line.replace("NameNode", "DataNode") for line in run if line != loaded]
     assert one(dn, "datanode") == [dict(event="dn.start", replicas=None), dict(event="dn.stop")]
 
 
@@ -477,3 +485,107 @@ def test_truncate_delete_and_rename_of_the_namenode():
         dict(event="nn.file.truncate", path="/t/a", len=1049576, ok=None),
         dict(event="nn.file.delete", path="/t/b"),
         dict(event="nn.file.rename", path="/t/c", dst="/t/d")]
+
+
+# real lines of dn-restart-during-write on Hadoop 3.4.2: dn1 shut down for upgrade
+# (dfsadmin -shutdownDatanode ... upgrade) sends the writer an OOB RESTART ack
+RS_BP = "BP-602091023-127.0.0.1-1795503020364"
+RS_DN = "127.0.0.1:10010,DS-75a4c207-ad1d-4b3c-8f6d-15afb6878e0a,DISK"
+RS_LINES = [
+    f"2026-11-24 06:50:28,083 DEBUG [DataStreamer for file /data/f1] DataStreamer/DataStreamer: pipeline = [DatanodeInfoWithStorage[{RS_DN}]], blk_1073741826_1002",
+    f"2026-11-24 06:50:28,090 DEBUG [DataStreamer for file /data/f1 block {RS_BP}:blk_1073741826_1002] DataStreamer/DataStreamer: stage=DATA_STREAMING, blk_1073741826_1002",
+    f"2026-11-24 06:50:28,322 INFO [ResponseProcessor for block {RS_BP}:blk_1073741826_1002] DataStreamer/DataStreamer$ErrorState: Datanode 0 is restarting: DatanodeInfoWithStorage[{RS_DN}]",
+    f"2026-11-24 06:50:32,363 DEBUG [DataStreamer for file /data/f1 block {RS_BP}:blk_1073741826_1002] DataStreamer/DataStreamer: pipeline = [DatanodeInfoWithStorage[{RS_DN}]], blk_1073741826_1002",
+    f"2026-11-24 06:50:34,114 DEBUG [DataStreamer for file /data/f1 block {RS_BP}:blk_1073741826_1003] DataStreamer/DataStreamer: nodes [DatanodeInfoWithStorage[{RS_DN}]] storageTypes [DISK] storageIDs [DS-75a4c207-ad1d-4b3c-8f6d-15afb6878e0a]",
+]
+
+
+def test_restart_oob_ack_is_a_restart_wait_then_a_recovery_keeping_the_node():
+    evs = one(RS_LINES, "client")
+    assert [e["event"] for e in evs] == ["client.pipeline.setup", "client.pipeline.restart_wait",
+                                         "client.pipeline.error", "client.pipeline.recovered"]
+    assert evs[1] == dict(event="client.pipeline.restart_wait", path="/data/f1",
+                          block=1073741826, dn="dn1")
+    assert evs[2]["error_index"] == -1 and evs[2]["bad_node"] is None
+    assert evs[2]["restarting"] == "dn1" and evs[2]["pipeline"] == ["dn1"]
+    assert evs[3] == dict(event="client.pipeline.recovered", path="/data/f1", block=1073741826,
+                          old_gs=1002, gs=1003, pipeline=["dn1"])
+
+
+# real lines of Hadoop 3.4.2 (recover-lease-fencing, second-writer-before-soft-limit): the
+# NameNode logs fsync / startFile / appendFile before its lease checks, so a refused call
+# logs them too; its handler thread then logs the call's exception
+REFUSED_FSYNC = [
+    '2026-11-24 06:39:43,621 INFO [IPC Server handler 7 on default port 22094] StateChange/FSNamesystem: BLOCK* fsync: /data/f1 for DFSClient_NONMAPREDUCE_2141994586_1',
+    '2026-11-24 06:39:43,622 INFO [IPC Server handler 7 on default port 22094] Server/Server: IPC Server handler 7 on default port 22094, call Call#5 Retry#0 org.apache.hadoop.hdfs.protocol.ClientProtocol.fsync from 127.0.0.1:37602: org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException: Client (=DFSClient_NONMAPREDUCE_2141994586_1) is not the lease owner (=DFSClient_NONMAPREDUCE_-1177208907_1: /data/f1 (inode 16387) Holder DFSClient_NONMAPREDUCE_2141994586_1 does not have any open files.',
+]
+REFUSED_APPEND_CREATE = [
+    '2026-11-24 06:43:11,187 DEBUG [IPC Server handler 8 on default port 26687] StateChange/NameNodeRpcServer: *DIR* NameNode.append: file /data/f1 for DFSClient_NONMAPREDUCE_-122756982_1 at 127.0.0.1.',
+    '2026-11-24 06:43:11,187 DEBUG [IPC Server handler 8 on default port 26687] StateChange/FSNamesystem: DIR* NameSystem.appendFile: src=/data/f1, holder=DFSClient_NONMAPREDUCE_-122756982_1, clientMachine=127.0.0.1',
+    '2026-11-24 06:43:11,188 WARN [IPC Server handler 8 on default port 26687] StateChange/FSDirAppendOp: DIR* NameSystem.append: Failed to APPEND_FILE /data/f1 for DFSClient_NONMAPREDUCE_-122756982_1 on 127.0.0.1 because this file lease is currently owned by DFSClient_NONMAPREDUCE_-392477979_1 on 127.0.0.1',
+    '2026-11-24 06:43:11,189 INFO [IPC Server handler 8 on default port 26687] Server/Server: IPC Server handler 8 on default port 26687, call Call#0 Retry#0 org.apache.hadoop.hdfs.protocol.ClientProtocol.append from 127.0.0.1:51980: org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException: Failed to APPEND_FILE /data/f1 for DFSClient_NONMAPREDUCE_-122756982_1 on 127.0.0.1 because this file lease is currently owned by DFSClient_NONMAPREDUCE_-392477979_1 on 127.0.0.1',
+    '2026-11-24 06:43:11,233 DEBUG [IPC Server handler 9 on default port 26687] StateChange/NameNodeRpcServer: *DIR* NameNode.create: file /data/f1 for DFSClient_NONMAPREDUCE_-122756982_1 at 127.0.0.1.',
+    "2026-11-24 06:43:11,233 DEBUG [IPC Server handler 9 on default port 26687] StateChange/FSNamesystem: DIR* NameSystem.startFile: src=/data/f1, holder=DFSClient_NONMAPREDUCE_-122756982_1, clientMachine=127.0.0.1, createParent=true, replication=3, createFlag=[CREATE], blockSize=1048576, supportedVersions=[CryptoProtocolVersion{description='Encryption zones', version=2, unknownValue=null}], ecPolicyName=, storagePolicy=",
+    '2026-11-24 06:43:11,234 INFO [IPC Server handler 9 on default port 26687] Server/Server: IPC Server handler 9 on default port 26687, call Call#1 Retry#0 org.apache.hadoop.hdfs.protocol.ClientProtocol.create from 127.0.0.1:51980: org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException: Failed to CREATE_FILE /data/f1 for DFSClient_NONMAPREDUCE_-122756982_1 on 127.0.0.1 because this file lease is currently owned by DFSClient_NONMAPREDUCE_-392477979_1 on 127.0.0.1',
+]
+CREATED = [
+    "2026-11-24 06:43:06,820 DEBUG [IPC Server handler 4 on default port 26687] StateChange/FSNamesystem: DIR* NameSystem.startFile: src=/data/f1, holder=DFSClient_NONMAPREDUCE_-392477979_1, clientMachine=127.0.0.1, createParent=true, replication=3, createFlag=[CREATE], blockSize=1048576, supportedVersions=[CryptoProtocolVersion{description='Encryption zones', version=2, unknownValue=null}], ecPolicyName=, storagePolicy=",
+    '2026-11-24 06:43:06,914 DEBUG [IPC Server handler 4 on default port 26687] StateChange/FSDirWriteFileOp: DIR* NameSystem.startFile: added /data/f1 inode 16387 DFSClient_NONMAPREDUCE_-392477979_1',
+]
+
+
+def test_a_refused_call_is_not_an_event_and_an_accepted_one_is():
+    assert [e["event"] for e in one(REFUSED_FSYNC, "namenode")] == ["nn.rpc.reject"]
+    assert [(e["event"], e.get("op")) for e in one(REFUSED_APPEND_CREATE, "namenode")] == [
+        ("nn.rpc.reject", "append"), ("nn.rpc.reject", "create")]
+    assert [e["event"] for e in one(CREATED, "namenode")] == ["nn.file.create", "nn.lease.add"]
+    # an fsync whose handler logs nothing more is released by the next line a second on
+    later = REFUSED_FSYNC[0].replace("06:39:43,621", "06:39:45,000").replace(
+        "handler 7", "handler 2").replace("BLOCK* fsync", "BLOCK* fsyncX")
+    assert [e["event"] for e in one([REFUSED_FSYNC[0], later], "namenode")] == ["nn.file.fsync"]
+    # and a held event keeps the time of its own line
+    mp = LogMapper("namenode", hosts=HOSTS)
+    assert mp.feed(REFUSED_FSYNC[0]) == []
+    [ev] = mp.release_older(parse_line(REFUSED_FSYNC[0]).ts + 2)
+    assert ev["ts"] == round(parse_line(REFUSED_FSYNC[0]).ts, 6)
+
+
+# real lines of stale-datanode-recovery-primary on Hadoop 3.4.2: dn3 copies the block to
+# dn1 on the NameNode's order (the target named by host name and the link's proxy)
+TRANSFER_LINES = [
+    '2026-11-24 06:54:38,132 INFO [Command processor] DataNode/DataNode: DatanodeRegistration(127.0.0.1:22654, datanodeUuid=103faeb4-8806-467c-a890-67f0af9b86be, infoPort=23262, infoSecurePort=0, ipcPort=25694, storageInfo=lv=-57;cid=CID-102fabb4-63db-49cb-afb0-2584b187e5ce;nsid=47021356;c=1795503258997) Starting thread to transfer BP-1087369162-127.0.0.1-1795503258997:blk_1073741825_1002 to 127.0.0.1:26397',
+    '2026-11-24 06:54:38,436 INFO [java.util.concurrent.ThreadPoolExecutor$Worker@4da9672d[State = -1, empty queue]] DataNode/DataNode$DataTransfer: DataTransfer, at dn3.hdfs:22654: Transmitted BP-1087369162-127.0.0.1-1795503258997:blk_1073741825_1002 (numBytes=786432) to dn1.hdfs/127.1.3.1:26397',
+]
+
+
+def test_a_transfer_the_namenode_ordered_is_a_finalized_transfer():
+    import re
+    port = re.search(r"to dn1\.hdfs/[\d.]+:(\d+)", TRANSFER_LINES[-1]).group(1)
+    evs = strip(map_lines(TRANSFER_LINES, "datanode", hosts={f"127.0.0.1:{port}": "dn1",
+                                                               f"dn1.hdfs:{port}": "dn1"}))
+    assert evs == [dict(event="dn.transfer", block=1073741825, gs=1002, len=786432,
+                        target="dn1", stage="TRANSFER_FINALIZED")]
+    # the same copy without the order: a writer's pipeline replacement
+    assert strip(map_lines(TRANSFER_LINES[-1:], "datanode", hosts={f"127.0.0.1:{port}": "dn1"})
+                 )[0]["stage"] == "TRANSFER_RBW"
+
+
+# real lines of dn-restart-too-late on Hadoop 3.4.2: dn1 restarting, not back within 1 s
+RESTART_LATE_LINES = [
+    '2026-11-24 06:53:49,602 DEBUG [DataStreamer for file /data/f1] DataStreamer/DataStreamer: pipeline = [DatanodeInfoWithStorage[127.0.0.1:25878,DS-762b2ee0-3952-4781-8eee-5ba79848bf29,DISK]], blk_1073741826_1002',
+    '2026-11-24 06:53:49,621 DEBUG [DataStreamer for file /data/f1 block BP-586010473-127.0.0.1-1795503219867:blk_1073741826_1002] DataStreamer/DataStreamer: stage=DATA_STREAMING, blk_1073741826_1002',
+    '2026-11-24 06:53:50,329 INFO [ResponseProcessor for block BP-586010473-127.0.0.1-1795503219867:blk_1073741826_1002] DataStreamer/DataStreamer$ErrorState: Datanode 0 is restarting: DatanodeInfoWithStorage[127.0.0.1:25878,DS-762b2ee0-3952-4781-8eee-5ba79848bf29,DISK]',
+    '2026-11-24 06:53:51,434 WARN [DataStreamer for file /data/f1 block BP-586010473-127.0.0.1-1795503219867:blk_1073741826_1002] DataStreamer/DataStreamer$ErrorState: Datanode 0 did not restart within 1000ms: DatanodeInfoWithStorage[127.0.0.1:25878,DS-762b2ee0-3952-4781-8eee-5ba79848bf29,DISK]',
+]
+
+
+def test_a_restart_not_in_time_is_a_timeout_and_a_bad_node():
+    import re
+    port = re.search(r"127\.0\.0\.1:(\d+),DS-", RESTART_LATE_LINES[-1]).group(1)
+    evs = strip(map_lines(RESTART_LATE_LINES, "client", hosts={f"127.0.0.1:{port}": "dn1"}))
+    assert [e["event"] for e in evs] == [
+        "client.pipeline.setup", "client.pipeline.restart_wait", "client.pipeline.error",
+        "client.pipeline.restart_timeout", "client.pipeline.error"]
+    assert evs[3] == dict(event="client.pipeline.restart_timeout", path="/data/f1",
+                          block=1073741826, dn="dn1", timeout=1.0)
+    assert (evs[4]["bad_node"], evs[4]["error_index"]) == ("dn1", 0)

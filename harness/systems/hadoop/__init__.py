@@ -105,7 +105,12 @@ class Hadoop(SystemUnderTest):
         if not os.path.isfile(build):
             return None
         out = os.path.join(str(fetch.release_dir(self.version)), "classes-client")
-        if not os.path.isfile(os.path.join(out, f"{CLIENT_CLASS}.class")):
+        built = os.path.join(out, f"{CLIENT_CLASS}.class")
+        sources = [os.path.join(JAVA_DIR, n) for n in os.listdir(JAVA_DIR)
+                   if n.endswith((".java", ".sh"))]
+        # rebuilt when missing or older than its source (an edited client is not stale)
+        if not os.path.isfile(built) or \
+                os.path.getmtime(built) < max(os.path.getmtime(p) for p in sources):
             subprocess.run(["bash", build, str(fetch.lib_dir(self.version)), out], check=True,
                            capture_output=True)
         return out
@@ -199,6 +204,9 @@ class Hadoop(SystemUnderTest):
         self.adapters.append(a)
 
     def stop_event_sources(self, backend) -> None:
+        if backend.cluster is not None:
+            # the run is over: the teardown's stops need no dfsadmin JVM per DataNode
+            backend.cluster.upgrade_stops = False
         while self.adapters:
             self.adapters.pop().stop()
         drop_empty_client_logs(os.path.join(backend.run_dir, "events"))

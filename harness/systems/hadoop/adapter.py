@@ -65,6 +65,8 @@ class LogAdapter:
             self._thread.join(timeout)
         with self._lock:
             self._read_new(final=True)
+            for event in self.mapper.flush():
+                self._write(event)
             if self._handle is not None:
                 self._handle.close()
                 self._handle = None
@@ -87,6 +89,10 @@ class LogAdapter:
                     self.errors.append(f"{type(e).__name__}: {e}")
                     got = False
             if not got:
+                if self.mapper.held:     # a request line whose call logged nothing more
+                    with self._lock:
+                        for event in self.mapper.release_older(time.time()):
+                            self._write(event)
                 self._stop.wait(self.poll)
 
     # -- following the file ------------------------------------------------------------

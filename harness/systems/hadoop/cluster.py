@@ -33,6 +33,8 @@ from minihdfs.cluster import ClusterError, free_port, pid_alive, stop_process
 from . import conf, fetch
 
 NN_CLASS = "org.apache.hadoop.hdfs.server.namenode.NameNode"
+# dfsadmin: a graceful DataNode stop goes through -shutdownDatanode ... upgrade
+ADMIN_CLASS = "org.apache.hadoop.hdfs.tools.DFSAdmin"
 DN_CLASS = "org.apache.hadoop.hdfs.server.datanode.DataNode"
 DOMAIN = "hdfs"
 
@@ -69,6 +71,7 @@ class HadoopCluster:
         self.routes_for: Callable[[str], Routes] | None = None
         self.procs: dict[str, subprocess.Popen] = {}
         self.tie_to_parent = False
+        self.upgrade_stops = True     # stop_node of a DataNode: shut down for upgrade first
         self.nodes: dict[str, dict] = {}
         self._add_node("nn", "namenode", rpc=free_port(), http=free_port())
         for j in range(1, datanodes + 1):
@@ -277,9 +280,17 @@ class HadoopCluster:
         pid = self.nodes.get(node, {}).get("pid")
         return bool(pid) and pid_alive(pid)
 
-    def stop_node(self, node: str, timeout: float = 10.0) -> None:
-        """Graceful stop (SIGTERM: Hadoop's shutdown hook runs), SIGKILL if it lingers."""
+    def stop_node(self, node: str, timeout: float = 10.0, upgrade: bool | None = None) -> None:
+        """Graceful stop (SIGTERM: Hadoop's shutdown hook runs), SIGKILL if it lingers.
+        A DataNode is first asked to shut down for upgrade (`upgrade`; by default
+        `upgrade_stops`, true until the run's teardown): only then does Hadoop send its writers the RESTART OOB ack and
+        keep their RBW replicas to reload, the restart the mini-HDFS's graceful stop
+        models (MINIHDFS.md 5); a SIGTERM alone resets the pipeline connections."""
         pid = self.nodes[node].get("pid")
+        upgrade = self.upgrade_stops if upgrade is None else upgrade
+        if upgrade and pid and pid_alive(pid) and self.nodes[node]["role"] == "datanode":
+            self.shutdown_for_upgrade(node)
+            pid = self.nodes[node].get("pid")
         if pid and pid_alive(pid):
             _signal(pid, signal.SIGCONT)
             _signal(pid, signal.SIGTERM)
@@ -288,6 +299,18 @@ class HadoopCluster:
                 self._wait_exit(node, 5)
         self.nodes[node]["pid"] = None
         self.save()
+
+    def shutdown_for_upgrade(self, node: str, timeout: float = 30.0) -> bool:
+        """`dfsadmin -shutdownDatanode <ipc> upgrade` from the harness (straight to the
+        DataNode, not through the link mesh), then wait for the JVM to exit. False if
+        either did not happen (the caller then falls back to SIGTERM)."""
+        spec = self.nodes[node]
+        try:
+            done = self.run_client("harness", ADMIN_CLASS,
+                                   ["-shutdownDatanode", spec["ipc"], "upgrade"], timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return done.returncode == 0 and self._wait_exit(node, 15)
 
     def kill_node(self, node: str) -> None:
         """SIGKILL of the JVM: a crash. Storage is kept."""
@@ -329,7 +352,7 @@ class HadoopCluster:
     def down(self) -> None:
         for node in reversed(list(self.nodes)):
             if self.nodes[node].get("pid"):
-                self.stop_node(node, timeout=5.0)
+                self.stop_node(node, timeout=5.0, upgrade=False)
 
     def pids(self) -> list[int]:
         return [s["pid"] for s in self.nodes.values() if s.get("pid")]

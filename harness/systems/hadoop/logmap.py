@@ -33,6 +33,9 @@ import re
 from typing import Callable, Iterable
 
 SOURCE = "hadoop-log"
+# how long a request line's events wait for the handler thread's next line (the
+# exception of a refused call follows within milliseconds)
+HOLD_S = 1.0
 # The NameNode's own lease holder while it recovers a lease (HdfsServerConstants).
 NAMENODE_HOLDER = "HDFS_NameNode"
 DEFAULT_RELEASE = "3.4.2"
@@ -214,7 +217,13 @@ class LogMapper:
         self.cont_block: int | None = None     # the replica a continuation line describes
         self.pending_call: str | None = None   # NN: the RPC whose exception the next line names
         self.pending_start = False
+        self.pending_nn_start = False          # NN: started, namespace not loaded yet
+        self.ordered_transfers: set[tuple[int, int]] = set()   # DN: DNA_TRANSFER blocks
         self.formatting = False
+        # NN: events of a request line (fsync, startFile, appendFile) that the handler
+        # logs *before* checking the lease: held per handler thread until that thread
+        # logs something else (kept) or the call's exception (dropped), or HOLD_S pass
+        self.held: dict[str, tuple[float, list[dict]]] = {}
 
     # -- names ---------------------------------------------------------------------------
 
@@ -258,7 +267,7 @@ class LogMapper:
             if self.pending_call is not None and "call Call#" not in line.msg:
                 self.pending_call = None
             bare = False
-        out: list[dict] = []
+        out: list[dict] = self._release(line) if self.held and not bare else []
         for rule in self.rules:
             if rule.bare != bare:
                 continue
@@ -272,11 +281,49 @@ class LogMapper:
                 break
         return out
 
+    def hold(self, ln: LogLine, events: list[dict]) -> list[dict]:
+        """Keep a request line's events until the call is known not to have failed."""
+        self.held[ln.thread] = (ln.ts, [{"ts": round(ln.ts, 6), **e, "source": SOURCE,
+                                         "logger": ln.logger} for e in events])
+        return []
+
+    def _released(self, events: list[dict]) -> list[dict]:
+        for e in events:
+            if e["event"] in ("nn.lease.add", "nn.file.fsync"):
+                self.path_holder[e["path"]] = e["holder"]
+        return events
+
+    def _release(self, line: LogLine) -> list[dict]:
+        out = []
+        for thread, (ts, events) in list(self.held.items()):
+            if thread == line.thread:
+                if "call Call#" in line.msg:           # the call failed: it did not happen
+                    del self.held[thread]
+                elif line.level not in ("WARN", "ERROR"):
+                    out += self.held.pop(thread)[1]    # the call went on
+            elif line.ts - ts > HOLD_S:
+                out += self.held.pop(thread)[1]
+        return self._released(out)
+
+    def release_older(self, now: float) -> list[dict]:
+        """Held events older than HOLD_S at wall-clock `now` (a log gone quiet)."""
+        out = []
+        for thread, (ts, events) in list(self.held.items()):
+            if now - ts > HOLD_S:
+                out += self.held.pop(thread)[1]
+        return self._released(out)
+
+    def flush(self) -> list[dict]:
+        """Events still held (the end of a log)."""
+        out = [e for _, events in self.held.values() for e in events]
+        self.held.clear()
+        return self._released(out)
+
     def feed_all(self, lines: Iterable[str]) -> list[dict]:
         out: list[dict] = []
         for raw in lines:
             out.extend(self.feed(raw))
-        return out
+        return out + self.flush()
 
 
 def _ev(name: str, **fields) -> dict:
@@ -295,23 +342,22 @@ def _nn_allocate(mp: LogMapper, m: re.Match, ln: LogLine):
 
 
 def _nn_fsync(mp: LogMapper, m: re.Match, ln: LogLine):
+    # logged before checkLease: a fenced writer's refused fsync logs it too
     path, holder = m.group(1), m.group(2)
-    mp.path_holder[path] = holder
-    return [_ev("nn.file.fsync", path=path, holder=holder)]
+    return mp.hold(ln, [_ev("nn.file.fsync", path=path, holder=holder)])
 
 
 def _nn_start_file(mp: LogMapper, m: re.Match, ln: LogLine):
+    # logged before the lease checks: a refused create (AlreadyBeingCreated) logs it too
     path, holder = m.group(1), m.group(2)
-    mp.path_holder[path] = holder
-    return [_ev("nn.file.create", path=path, holder=holder),
-            _ev("nn.lease.add", holder=holder, path=path)]
+    return mp.hold(ln, [_ev("nn.file.create", path=path, holder=holder),
+                        _ev("nn.lease.add", holder=holder, path=path)])
 
 
 def _nn_append_file(mp: LogMapper, m: re.Match, ln: LogLine):
     path, holder = m.group(1), m.group(2)
-    mp.path_holder[path] = holder
-    return [_ev("nn.file.append", path=path, holder=holder),
-            _ev("nn.lease.add", holder=holder, path=path)]
+    return mp.hold(ln, [_ev("nn.file.append", path=path, holder=holder),
+                        _ev("nn.lease.add", holder=holder, path=path)])
 
 
 def _nn_complete(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -460,6 +506,10 @@ def _nn_commit_success(mp: LogMapper, m: re.Match, ln: LogLine):
                        state="REMOVED"))
     else:
         mp.block_pipeline[block] = req["pipeline"]
+        # "successful": the NameNode now holds the block at the recovery's GS and length
+        # (commitOrCompleteLastBlock), whatever a later append makes of it
+        out.append(_ev("nn.block.state", path=path, block=block, gs=req["gs"], len=req["len"],
+                       state="COMMITTED"))
     if req["close"] and path:
         holder = mp.path_holder.pop(path, None)
         mp.recovering_paths.discard(path)
@@ -536,8 +586,18 @@ def _startup_args(mp: LogMapper, m: re.Match, ln: LogLine):
         mp.formatting = True
         return []
     if mp.role == "namenode":
-        return [_ev("nn.start")]
+        # nn.start waits for the namespace: Hadoop restores the open files' leases, their
+        # renewal time "now", while it replays the edits, seconds after the JVM started
+        mp.pending_nn_start = True
+        return []
     return [_ev("dn.start", replicas=None)]
+
+
+def _nn_loaded(mp: LogMapper, m: re.Match, ln: LogLine):
+    if not mp.pending_nn_start:
+        return []
+    mp.pending_nn_start = False
+    return [_ev("nn.start")]
 
 
 def _shutdown(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -689,6 +749,65 @@ def _cl_error_recovery(mp: LogMapper, m: re.Match, ln: LogLine):
                 pipeline=pipeline, error_index=index, bad_node=bad, acked=None)]
 
 
+def _dn_transfer_ordered(mp: LogMapper, m: re.Match, ln: LogLine):
+    # the NameNode's DNA_TRANSFER (re-replication of a FINALIZED replica)
+    mp.ordered_transfers.add((int(m.group(1)), int(m.group(2))))
+    return []
+
+
+def _dn_transmitted(mp: LogMapper, m: re.Match, ln: LogLine):
+    # a finished DataTransfer (INFO): a copy the NameNode ordered (TRANSFER_FINALIZED)
+    # or one a writer asked for to replace a pipeline node (TRANSFER_RBW); the target
+    # is named by host name and proxy address, which node_of resolves
+    block, gs = int(m.group(1)), int(m.group(2))
+    ordered = (block, gs) in mp.ordered_transfers
+    mp.ordered_transfers.discard((block, gs))
+    return [_ev("dn.transfer", block=block, gs=gs, len=int(m.group(3)),
+                target=mp.node_of(m.group(4)),
+                stage="TRANSFER_FINALIZED" if ordered else "TRANSFER_RBW")]
+
+
+def _cl_restarting(mp: LogMapper, m: re.Match, ln: LogLine):
+    # ErrorState: an OOB RESTART ack from pipeline node N; the client waits up to
+    # dfs.client.datanode-restart.timeout for it and rebuilds the pipeline with it
+    # (no node is bad: error_index -1), as the mini-HDFS's restart_wait + error do
+    b = _blk(ln.thread)
+    if b is None:
+        return []
+    block, gs = b
+    path = mp.block_path.get(block)
+    dn = mp.node_of(m.group(2))
+    mp.pending_setup[block] = dict(kind="recovery", old_gs=gs, bad=None, path=path)
+    return [_ev("client.pipeline.restart_wait", path=path, block=block, dn=dn),
+            _ev("client.pipeline.error", path=path, block=block, gs=gs,
+                stage=mp.stage.get(block), pipeline=mp.block_pipeline.get(block),
+                error_index=-1, bad_node=None, acked=None,
+                reason=f"A datanode is restarting: {dn}", restarting=dn)]
+
+
+def _cl_restart_timeout(mp: LogMapper, m: re.Match, ln: LogLine):
+    # the restarting node is not back within dfs.client.datanode-restart.timeout: the
+    # client marks it bad (a node error, no longer a restart) and recovers without it
+    t = _STREAMER_THREAD.search(ln.thread)
+    if not t or t.group(2) is None:
+        return []
+    block, gs = int(t.group(2)), int(t.group(3))
+    path = t.group(1)
+    dn = mp.node_of(m.group(3))
+    timeout = int(m.group(2)) / 1000
+    mp.bad_node[block] = dn
+    pending = mp.pending_setup.get(block)
+    if pending is not None:
+        pending["bad"] = dn
+    pipeline = mp.block_pipeline.get(block)
+    return [_ev("client.pipeline.restart_timeout", path=path, block=block, dn=dn,
+                timeout=timeout),
+            _ev("client.pipeline.error", path=path, block=block, gs=gs,
+                stage="PIPELINE_SETUP_STREAMING_RECOVERY", pipeline=pipeline,
+                error_index=int(m.group(1)), bad_node=dn, acked=None,
+                reason=f"did not restart within {timeout:g}s: {dn}")]
+
+
 def _cl_sending(mp: LogMapper, m: re.Match, ln: LogLine):
     # the bytes of the block a packet ends at: what its ack, logged by the
     # ResponseProcessor with the seqno only, says is acked by every node
@@ -741,6 +860,7 @@ def _cl_streaming(mp: LogMapper, block: int, gs: int, path: str | None,
         return []
     mp.announced.add((block, gs))
     mp.candidate.pop(block, None)
+    mp.block_pipeline[block] = cand
     return [_ev("client.pipeline.setup", path=path, block=block, gs=gs,
                 stage="PIPELINE_SETUP_CREATE", pipeline=cand)]
 
@@ -877,6 +997,7 @@ TABLE_3_4: list[Rule] = [
     _r("startup_args_nn", "namenode", r"^STARTUP_MSG:\s+args = \[(.*)\]", _startup_args,
        bare=True),
     _r("shutdown_nn", "namenode", r"^SHUTDOWN_MSG: Shutting down NameNode", _shutdown, bare=True),
+    _r("namespace_loaded", "namenode", r"^Finished loading FSImage in \d+ msecs", _nn_loaded),
     _r("startup_dn", "datanode", r"^STARTUP_MSG: Starting DataNode", _startup, bare=True),
     _r("startup_args_dn", "datanode", r"^STARTUP_MSG:\s+args = \[(.*)\]", _startup_args,
        bare=True),
@@ -910,11 +1031,21 @@ TABLE_3_4: list[Rule] = [
        r"bytes: (\d+), op: HDFS_WRITE, cliID: (\S+?), offset: \d+, srvID: \S+, blockid: " + _BLK,
        _dn_clienttrace_write),
     _r("write_stage", "datanode", r"^opWriteBlock: stage=(\w+), clientname=(\S+)", _dn_write_stage),
+    _r("transfer_ordered", "datanode", r"\) Starting thread to transfer " + _BLK + r" to ",
+       _dn_transfer_ordered),
+    _r("transmitted", "datanode",
+       r"^DataTransfer, at \S+: Transmitted " + _BLK + r" \(numBytes=(\d+)\) to (\S+)",
+       _dn_transmitted),
     _r("receiving", "datanode", r"^Receiving " + _BLK + r" src: (\S+) dest: ", _dn_receiving),
     # client
     _r("error_recovery", "client",
        r"^Error Recovery for " + _BLK + r" in pipeline \[(.*)\]: datanode (\d+)\("
        r"DatanodeInfoWithStorage\[([^,\]]+)", _cl_error_recovery),
+    _r("restarting", "client",
+       r"^Datanode (\d+) is restarting: DatanodeInfoWithStorage\[([^,\]]+)", _cl_restarting),
+    _r("restart_timeout", "client",
+       r"^Datanode (\d+) did not restart within (\d+)ms: DatanodeInfoWithStorage\[([^,\]]+)",
+       _cl_restart_timeout),
     _r("pipeline", "client", r"^pipeline = \[(.*)\], " + _BLK + r"\s*$", _cl_pipeline),
     _r("append_block", "client", r"^Append to block " + _BLK, _cl_append),
     _r("create_failed", "client", r"^Exception in createBlockOutputStream " + _BLK,

@@ -317,6 +317,12 @@ public class HdfsChaosClient {
             try {
                 out.close();
             } catch (IOException e) {
+                // a failure of the DataStreamer (not an answer of the NameNode, which is a
+                // RemoteException) surfaces only here when no write or hflush came after
+                // it: the stream failed, as the mini-HDFS client says before its close
+                if (!(e instanceof org.apache.hadoop.ipc.RemoteException)) {
+                    fail(e);
+                }
                 // the bytes known acked by every pipeline node: the last hflush
                 events.emit("client.close", "path", path, "len", flushed, "ok", false,
                             "error", errorName(e), "reason", reason(e));
