@@ -4,6 +4,7 @@ determinism.
     python benchmarks/bench_explore.py rate [--base FILE] [--budget 5min] [--workers 2]
                                             [--depth 2] [--out DIR]
     python benchmarks/bench_explore.py repeat OUT [--schedules 20] [--times 5] [--workers 2]
+                                                  [--spread]
 
 `rate` explores a base scenario for the budget and prints schedules per hour
 (verification included) and the median split of one schedule: start (Toxiproxy, cluster
@@ -63,13 +64,30 @@ def _landing(run_dir: str) -> list[tuple]:
             for e in h if e.get("event") == "harness.hold.release"]
 
 
+def pick(state: dict, n: int, spread: bool = False) -> list[str]:
+    """The schedules to repeat: failing ones first (they are what a reproducer must
+    repeat), then the rest in the order they ran; with `spread`, round-robin over the
+    kinds of the first fault's point (an exploration runs the first points' schedules
+    first, so without it 20 schedules may all sit at the file's creation) and the
+    depth-2 ones among them."""
+    results = [r for r in state["results"].values()
+               if r["outcome"] != "unreached" and not r.get("shrink")]
+    results.sort(key=lambda r: (r["outcome"] == "pass", r["at"]))
+    if not spread:
+        return [r["id"] for r in results[:n]]
+    seen: Counter = Counter()
+    ranked = []
+    for r in results:
+        kind = (r["signature"].split("|")[0], r.get("depth", 1))
+        ranked.append(((r["outcome"] == "pass", seen[kind]), len(ranked), r["id"]))
+        seen[kind] += 1
+    return [sid for _, _, sid in sorted(ranked)[:n]]
+
+
 def cmd_repeat(args) -> int:
     with open(os.path.join(args.out, "state.json")) as f:
         state = json.load(f)
-    results = [r for r in state["results"].values() if r["outcome"] != "unreached"]
-    # failing ones first (they are what a reproducer must repeat), then the rest
-    results.sort(key=lambda r: (r["outcome"] == "pass", r["at"]))
-    chosen = [r["id"] for r in results[:args.schedules]]
+    chosen = pick(state, args.schedules, args.spread)
     runs_dir = tempfile.mkdtemp(prefix="bench-repeat-")
     jobs = [(sid, i) for i in range(args.times) for sid in chosen]
     t = time.time()
@@ -112,6 +130,8 @@ def main(argv=None) -> int:
     q.add_argument("--schedules", type=int, default=20)
     q.add_argument("--times", type=int, default=5)
     q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--spread", action="store_true",
+                   help="pick schedules round-robin over point kinds and depths, not the first")
     args = p.parse_args(argv)
     return cmd_rate(args) if args.cmd == "rate" else cmd_repeat(args)
 
