@@ -43,20 +43,25 @@ class ExploreError(RuntimeError):
 
 # -- one run, in a worker process -----------------------------------------------------------
 
-def worker_pool(workers: int) -> cf.ProcessPoolExecutor:
+def worker_pool(workers: int, package_root: str | None = None) -> cf.ProcessPoolExecutor:
     """Worker processes for runs, each picking its clusters' ports from its own slice of
     minihdfs.cluster.PORT_RANGE: two workers drawing from one range collided (a DataNode
-    of one run found its port taken by a node of the other: 2 of 115 runs)."""
+    of one run found its port taken by a node of the other: 2 of 115 runs).
+    `package_root`: where the workers' cluster processes import the mini-HDFS from (a
+    mutant's copy, tools/mutants/apply.py); a module global, so each spawned worker
+    sets it itself."""
     ctx = multiprocessing.get_context("spawn")
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                                  initargs=(ctx.Value("i", 0), workers))
+                                  initargs=(ctx.Value("i", 0), workers, package_root))
 
 
-def _init_worker(counter, workers: int) -> None:
+def _init_worker(counter, workers: int, package_root: str | None = None) -> None:
     with counter.get_lock():
         index = counter.value % workers
         counter.value += 1
     from minihdfs import cluster
+    if package_root:
+        cluster.PACKAGE_ROOT = package_root
     low, high = cluster.PORT_RANGE
     width = (high - low) // workers
     cluster.PORT_RANGE = (low + index * width, low + (index + 1) * width)
@@ -155,7 +160,8 @@ class Explorer:
                  workers: int = 2, resume: bool = False, batch: int | None = None,
                  say: Callable[[str], None] | None = None, status: Callable[[str], None] | None = None,
                  max_schedules: int | None = None, system: str | None = None,
-                 hadoop_version: str | None = None):
+                 hadoop_version: str | None = None, package_root: str | None = None,
+                 shrink: bool = True):
         if depth not in (1, 2):
             raise ExploreError(f"--depth {depth}: the explorer goes 1 or 2 faults deep; use 1 or 2")
         if workers < 1:
@@ -168,6 +174,8 @@ class Explorer:
         self.status = status or _status_line()
         self.max_schedules = max_schedules
         self.resume = resume
+        self.package_root = package_root
+        self.shrink = shrink
         from harness.scenario import load_scenario, ScenarioError
         try:
             self.scenario = load_scenario(self.base_path)
@@ -334,13 +342,13 @@ class Explorer:
         if self.note:
             self.say(f"explore: {self.note}")
         self._prepare_system()
-        self.pool = worker_pool(self.workers)
+        self.pool = worker_pool(self.workers, self.package_root)
         try:
             if not self.points:
                 self._record_base()
             explore_until = self.budget * (1 - SHRINK_SHARE)
             self._explore(lambda: self.elapsed() < explore_until)
-            self._shrink_findings(lambda: self.elapsed() < self.budget)
+            self._shrink_findings(lambda: self.shrink and self.elapsed() < self.budget)
         finally:
             self.save()
             self.pool.shutdown(wait=True, cancel_futures=True)
