@@ -6,6 +6,7 @@ determinism.
     python benchmarks/bench_explore.py repeat OUT [--schedules 20] [--times 5] [--workers 2]
                                                   [--spread]
     python benchmarks/bench_explore.py mutants [--mutants a,b] [--base FILE] [--schedules 24]
+                                               [--depth 1]
 
 `rate` explores a base scenario for the budget and prints schedules per hour
 (verification included) and the median split of one schedule: start (Toxiproxy, cluster
@@ -141,7 +142,8 @@ def cmd_mutants(args) -> int:
         t = time.time()
         with mutated_tree(BY_NAME[name]) as root:
             try:
-                state = explore(args.base, os.path.join(out, name), 24 * 3600, 1, args.workers,
+                state = explore(args.base, os.path.join(out, name), 24 * 3600, args.depth,
+                                args.workers,
                                 max_schedules=args.schedules, package_root=root, shrink=False)
                 found = sorted(state.get("findings", {}))
                 ran = len(state["results"])
@@ -183,6 +185,7 @@ def main(argv=None) -> int:
     m.add_argument("--mutants", default=None, help="comma-separated names (default: all)")
     m.add_argument("--base", default=os.path.join(ROOT, "explore-bases", "write-3-blocks.yaml"))
     m.add_argument("--schedules", type=int, default=24)
+    m.add_argument("--depth", type=int, default=1)
     m.add_argument("--workers", type=int, default=2)
     m.add_argument("--out")
     args = p.parse_args(argv)
