@@ -129,3 +129,28 @@ def test_resume_refuses_another_system(tmp_path):
     x.save()
     with pytest.raises(ExploreError, match="explores on hadoop 3.4.2, not minihdfs"):
         Explorer(HADOOP_BASE, out, 60, resume=True)._load_or_init()
+
+
+def test_an_exact_trigger_on_hadoop_fires_as_an_event_trigger(tmp_path):
+    """No hold channel on Hadoop (nothing there would announce an event: the fault would
+    never fire); the run says so and the trigger engine takes the trigger."""
+    from harness.runner import Run
+    from harness.systems import get_system
+    with open(HADOOP_BASE) as f:
+        base = yaml.safe_load(f)
+    p = hadoop_points()[1]
+    doc = scenario_doc(base, Schedule((Step(p, faults_at(p, ["dn1", "dn2", "dn3"], ["c1"])[0]),)))
+    sc = load_scenario_text(to_yaml(doc), "exact.yaml")
+    assert sc.faults[-1].at.exact
+    said: list[str] = []
+    run = Run(sc, "local", str(tmp_path), None, False, said.append, system=get_system("hadoop"))
+    run._start_holds()
+    assert run.holds is None
+    assert any("exact injection needs the mini-HDFS" in m for m in said), said
+    mini = Run(sc, "local", str(tmp_path), None, False, said.append,
+               system=get_system("minihdfs"))
+    mini._start_holds()
+    try:
+        assert mini.holds is not None
+    finally:
+        mini._stop_holds()
