@@ -4,6 +4,9 @@ determinism.
     python benchmarks/bench_explore.py rate [--base FILE] [--budget 5min] [--workers 2]
                                             [--depth 2] [--out DIR]
     python benchmarks/bench_explore.py repeat OUT [--schedules 20] [--times 5] [--workers 2]
+                                                  [--spread]
+    python benchmarks/bench_explore.py mutants [--mutants a,b] [--base FILE] [--schedules 24]
+                                               [--depth 1]
 
 `rate` explores a base scenario for the budget and prints schedules per hour
 (verification included) and the median split of one schedule: start (Toxiproxy, cluster
@@ -15,6 +18,10 @@ teardown), and verification per run (batched, one Spark session). Target (issue 
 per schedule, the outcomes (pass/fail/hung and the failed checks) and where each exact
 fault landed (the held event's node and seq): the same schedule should give the same
 verdict every time.
+
+`mutants` explores a base on each mutant of tools/mutants (the fidelity issue) with a
+small budget and says which it kills (compare with `python -m tools.mutants run`, the
+library against the same mutants).
 """
 
 from __future__ import annotations
@@ -63,13 +70,30 @@ def _landing(run_dir: str) -> list[tuple]:
             for e in h if e.get("event") == "harness.hold.release"]
 
 
+def pick(state: dict, n: int, spread: bool = False) -> list[str]:
+    """The schedules to repeat: failing ones first (they are what a reproducer must
+    repeat), then the rest in the order they ran; with `spread`, round-robin over the
+    kinds of the first fault's point (an exploration runs the first points' schedules
+    first, so without it 20 schedules may all sit at the file's creation) and the
+    depth-2 ones among them."""
+    results = [r for r in state["results"].values()
+               if r["outcome"] != "unreached" and not r.get("shrink")]
+    results.sort(key=lambda r: (r["outcome"] == "pass", r["at"]))
+    if not spread:
+        return [r["id"] for r in results[:n]]
+    seen: Counter = Counter()
+    ranked = []
+    for r in results:
+        kind = (r["signature"].split("|")[0], r.get("depth", 1))
+        ranked.append(((r["outcome"] == "pass", seen[kind]), len(ranked), r["id"]))
+        seen[kind] += 1
+    return [sid for _, _, sid in sorted(ranked)[:n]]
+
+
 def cmd_repeat(args) -> int:
     with open(os.path.join(args.out, "state.json")) as f:
         state = json.load(f)
-    results = [r for r in state["results"].values() if r["outcome"] != "unreached"]
-    # failing ones first (they are what a reproducer must repeat), then the rest
-    results.sort(key=lambda r: (r["outcome"] == "pass", r["at"]))
-    chosen = [r["id"] for r in results[:args.schedules]]
+    chosen = pick(state, args.schedules, args.spread)
     runs_dir = tempfile.mkdtemp(prefix="bench-repeat-")
     jobs = [(sid, i) for i in range(args.times) for sid in chosen]
     t = time.time()
@@ -97,6 +121,49 @@ def cmd_repeat(args) -> int:
     return 0 if same == len(chosen) else 1
 
 
+def cmd_mutants(args) -> int:
+    """Each mutant (tools/mutants) explored with a small budget: the first `--schedules`
+    schedules of the base (the same queue as on the unmutated tree, as long as the
+    mutant leaves the clean run's points alone), no shrinking. A mutant is killed when
+    a schedule fails or hangs, or when the clean run of the base already fails."""
+    from harness.explore.engine import ExploreError
+    from tools.mutants.apply import mutated_tree
+    from tools.mutants.catalogue import BY_NAME, MUTANTS
+    names = args.mutants.split(",") if args.mutants else [m.name for m in MUTANTS]
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        print(f"bench_explore: unknown mutant(s) {', '.join(unknown)}: see "
+              f"`python -m tools.mutants list`", file=sys.stderr)
+        return 2
+    out = args.out or tempfile.mkdtemp(prefix="bench-explore-mutants-")
+    os.makedirs(out, exist_ok=True)
+    rows = []
+    for name in names:
+        t = time.time()
+        with mutated_tree(BY_NAME[name]) as root:
+            try:
+                state = explore(args.base, os.path.join(out, name), 24 * 3600, args.depth,
+                                args.workers,
+                                max_schedules=args.schedules, package_root=root, shrink=False)
+                found = sorted(state.get("findings", {}))
+                ran = len(state["results"])
+                outcomes = dict(Counter(r["outcome"] for r in state["results"].values()))
+                verdict = "killed" if found else "survived"
+            except ExploreError as e:
+                found, ran, outcomes = [f"clean run: {e}"], 0, {}
+                verdict = "killed (clean run)"
+        rows.append({"mutant": name, "verdict": verdict, "schedules": ran, "outcomes": outcomes,
+                     "findings": found, "wall_s": round(time.time() - t)})
+        print(f"{name}: {verdict} after {ran} schedules in {rows[-1]['wall_s']}s "
+              f"{outcomes} {found[:3]}", flush=True)
+        with open(os.path.join(out, "mutants.json"), "w") as f:
+            json.dump(rows, f, indent=1)
+    killed = sum(r["verdict"].startswith("killed") for r in rows)
+    print(f"\n{killed} of {len(rows)} mutants killed by the explorer "
+          f"({args.schedules} schedules each, base {os.path.basename(args.base)}; {out})")
+    return 0
+
+
 def main(argv=None) -> int:
     from minihdfs.config import parse_duration
     p = argparse.ArgumentParser(prog="bench_explore")
@@ -112,8 +179,17 @@ def main(argv=None) -> int:
     q.add_argument("--schedules", type=int, default=20)
     q.add_argument("--times", type=int, default=5)
     q.add_argument("--workers", type=int, default=2)
+    q.add_argument("--spread", action="store_true",
+                   help="pick schedules round-robin over point kinds and depths, not the first")
+    m = sub.add_parser("mutants")
+    m.add_argument("--mutants", default=None, help="comma-separated names (default: all)")
+    m.add_argument("--base", default=os.path.join(ROOT, "explore-bases", "write-3-blocks.yaml"))
+    m.add_argument("--schedules", type=int, default=24)
+    m.add_argument("--depth", type=int, default=1)
+    m.add_argument("--workers", type=int, default=2)
+    m.add_argument("--out")
     args = p.parse_args(argv)
-    return cmd_rate(args) if args.cmd == "rate" else cmd_repeat(args)
+    return {"rate": cmd_rate, "repeat": cmd_repeat, "mutants": cmd_mutants}[args.cmd](args)
 
 
 if __name__ == "__main__":

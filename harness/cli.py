@@ -176,6 +176,12 @@ def _add_explore(commands) -> None:
     p.add_argument("--resume", action="store_true", help="go on with the exploration in --out")
     p.add_argument("--max-schedules", type=int, default=None,
                    help="stop exploring after this many schedules (shrinking still runs)")
+    p.add_argument("--system", choices=("minihdfs", "hadoop"), default=None,
+                   help="the system explored (default: the base's cluster.system); on hadoop "
+                        "faults fire on the adapted log event, not exactly at it")
+    p.add_argument("--hadoop-version", default=None, metavar="V",
+                   help="the Apache Hadoop release for --system hadoop (default 3.4.2; "
+                        "implies --system hadoop)")
     p.set_defaults(command=cmd_explore)
 
 
@@ -187,10 +193,19 @@ def cmd_explore(args: argparse.Namespace) -> int:
         raise UserError(f"{e} (use e.g. --budget 90s, 30min or 1h)") from None
     if not Path(args.base).is_file():
         raise UserError(f"{args.base}: no such base scenario file")
+    system = args.system or ("hadoop" if args.hadoop_version else None)
+    if args.hadoop_version:
+        from harness.systems.hadoop.fetch import _VERSION_RE, DEFAULT_VERSION
+        if system != "hadoop":
+            raise UserError("--hadoop-version goes with --system hadoop: drop one of them")
+        if not _VERSION_RE.match(args.hadoop_version):
+            raise UserError(f"--hadoop-version {args.hadoop_version!r} is not a release "
+                            f"number: use e.g. {DEFAULT_VERSION}")
     from harness.explore.engine import ExploreError, explore
     try:
         state = explore(args.base, args.out, budget, args.depth, args.workers, args.resume,
-                        max_schedules=args.max_schedules)
+                        max_schedules=args.max_schedules, system=system,
+                        hadoop_version=args.hadoop_version)
     except ExploreError as e:
         raise UserError(str(e)) from None
     return 1 if state.get("findings") else 0

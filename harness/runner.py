@@ -376,6 +376,10 @@ class Run:
             self._progress(f"exact injection needs the local backend; on {self.backend_name} "
                            f"{len(exact)} exact trigger(s) fire as ordinary event triggers")
             return
+        if self.system.name != "minihdfs":   # only the mini-HDFS's processes can be held
+            self._progress(f"exact injection needs the mini-HDFS; on {self.system.name} "
+                           f"{len(exact)} exact trigger(s) fire as ordinary event triggers")
+            return
         from harness.exact import HoldServer
         holds = HoldServer(self._fire_exact, on_release=lambda fields: self.log.emit(
             "harness.hold.release", **fields))

@@ -43,20 +43,25 @@ class ExploreError(RuntimeError):
 
 # -- one run, in a worker process -----------------------------------------------------------
 
-def worker_pool(workers: int) -> cf.ProcessPoolExecutor:
+def worker_pool(workers: int, package_root: str | None = None) -> cf.ProcessPoolExecutor:
     """Worker processes for runs, each picking its clusters' ports from its own slice of
     minihdfs.cluster.PORT_RANGE: two workers drawing from one range collided (a DataNode
-    of one run found its port taken by a node of the other: 2 of 115 runs)."""
+    of one run found its port taken by a node of the other: 2 of 115 runs).
+    `package_root`: where the workers' cluster processes import the mini-HDFS from (a
+    mutant's copy, tools/mutants/apply.py); a module global, so each spawned worker
+    sets it itself."""
     ctx = multiprocessing.get_context("spawn")
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                                  initargs=(ctx.Value("i", 0), workers))
+                                  initargs=(ctx.Value("i", 0), workers, package_root))
 
 
-def _init_worker(counter, workers: int) -> None:
+def _init_worker(counter, workers: int, package_root: str | None = None) -> None:
     with counter.get_lock():
         index = counter.value % workers
         counter.value += 1
     from minihdfs import cluster
+    if package_root:
+        cluster.PACKAGE_ROOT = package_root
     low, high = cluster.PORT_RANGE
     width = (high - low) // workers
     cluster.PORT_RANGE = (low + index * width, low + (index + 1) * width)
@@ -154,7 +159,9 @@ class Explorer:
     def __init__(self, base_path: str, out: str, budget: float, depth: int = 2,
                  workers: int = 2, resume: bool = False, batch: int | None = None,
                  say: Callable[[str], None] | None = None, status: Callable[[str], None] | None = None,
-                 max_schedules: int | None = None):
+                 max_schedules: int | None = None, system: str | None = None,
+                 hadoop_version: str | None = None, package_root: str | None = None,
+                 shrink: bool = True):
         if depth not in (1, 2):
             raise ExploreError(f"--depth {depth}: the explorer goes 1 or 2 faults deep; use 1 or 2")
         if workers < 1:
@@ -167,6 +174,8 @@ class Explorer:
         self.status = status or _status_line()
         self.max_schedules = max_schedules
         self.resume = resume
+        self.package_root = package_root
+        self.shrink = shrink
         from harness.scenario import load_scenario, ScenarioError
         try:
             self.scenario = load_scenario(self.base_path)
@@ -174,6 +183,7 @@ class Explorer:
             raise ExploreError(str(e)) from None
         with open(self.base_path) as f:
             self.base_doc = yaml.safe_load(f)
+        self._choose_system(system, hadoop_version)
         self.queue = ScheduleQueue()
         self.state: dict = {}
         self.points: list[FailurePoint] = []
@@ -181,6 +191,43 @@ class Explorer:
         self._lock = threading.Lock()
         self.elapsed_before = 0.0
         self.t0 = time.time()
+
+    # -- the system under test --------------------------------------------------------------
+
+    def _choose_system(self, system: str | None, hadoop_version: str | None) -> None:
+        """The system the schedules run on (the command line's, else the base's
+        cluster.system). Exact injection needs a process that waits at its event log:
+        the mini-HDFS's. Hadoop's JVMs cannot be held, so there the faults get plain event
+        triggers that fire when the harness reads the adapted log line, and the
+        exploration says so once (`self.note`, the summary)."""
+        from harness.systems import system_of
+        self.system = system_of(self.scenario, system, hadoop_version)
+        self.system_label = self.system.name + (f" {self.system.version}"
+                                                if self.system.version else "")
+        self.exact = self.system.name == "minihdfs"
+        self.note = None
+        if self.exact:
+            return
+        issues = self.system.issues(self.scenario)
+        if issues:
+            raise ExploreError(
+                f"{os.path.relpath(self.base_path)} cannot be explored on {self.system_label}: "
+                f"{'; '.join(issues)} (explore-bases/hadoop-write.yaml is a base that runs "
+                f"on hadoop)")
+        self.note = (f"{self.system_label}: no exact injection; faults fire on the adapted "
+                     f"log event, ~20 ms late")
+
+    def _prepare_system(self) -> None:
+        """Hadoop's jars and workload client, built once here: two workers building the
+        client at once would write the same class files."""
+        if self.system.name != "hadoop":
+            return
+        from harness.systems.hadoop import fetch
+        try:
+            fetch.fetch(self.system.version)
+        except fetch.FetchError as e:
+            raise ExploreError(str(e)) from None
+        self.system.client_classes()
 
     # -- state ----------------------------------------------------------------------------
 
@@ -200,6 +247,9 @@ class Explorer:
             if self.state.get("base") != self.base_path:
                 raise ExploreError(f"{self.out} explores {self.state.get('base')}, not "
                                    f"{self.base_path}: use another --out")
+            if self.state.get("system", "minihdfs") != self.system_label:
+                raise ExploreError(f"{self.out} explores on {self.state.get('system')}, not "
+                                   f"{self.system_label}: use the same --system, or another --out")
             self.points = [FailurePoint.from_json(p) for p in self.state["points"]]
             self.queue.tried = dict(self.state.get("tried", {}))
             for item in self.state.get("queue", []):
@@ -214,7 +264,9 @@ class Explorer:
             self.say(f"explore: resuming {self.out}: {len(self.state['results'])} done, "
                      f"{len(self.queue)} queued")
         else:
-            self.state = {"base": self.base_path, "points": [], "results": {}, "schedules": {},
+            self.state = {"base": self.base_path, "system": self.system_label,
+                          "exact": self.exact, "note": self.note,
+                          "points": [], "results": {}, "schedules": {},
                           "queue": [], "tried": {}, "running": {}, "findings": {},
                           "elapsed": 0.0, "space": 0, "verify_s": 0.0, "verified": 0}
 
@@ -237,9 +289,13 @@ class Explorer:
         path = os.path.join(self.out, "schedules", f"{schedule.id}.yaml")
         if not os.path.exists(path):
             with open(path, "w") as f:
-                f.write(to_yaml(scenario_doc(self.base_doc, schedule)))
+                f.write(to_yaml(self.schedule_doc(schedule)))
         self.state["schedules"][schedule.id] = schedule.to_json()
         return path
+
+    def schedule_doc(self, schedule: Schedule, name: str | None = None) -> dict:
+        return scenario_doc(self.base_doc, schedule, name=name, exact=self.exact,
+                            system=(self.system.name, self.system.version))
 
     def writers(self) -> dict[str, str]:
         return {op.path: op.client for op in self.scenario.workload if op.op in ("write", "append")}
@@ -283,13 +339,16 @@ class Explorer:
 
     def run(self) -> dict:
         self._load_or_init()
-        self.pool = worker_pool(self.workers)
+        if self.note:
+            self.say(f"explore: {self.note}")
+        self._prepare_system()
+        self.pool = worker_pool(self.workers, self.package_root)
         try:
             if not self.points:
                 self._record_base()
             explore_until = self.budget * (1 - SHRINK_SHARE)
             self._explore(lambda: self.elapsed() < explore_until)
-            self._shrink_findings(lambda: self.elapsed() < self.budget)
+            self._shrink_findings(lambda: self.shrink and self.elapsed() < self.budget)
         finally:
             self.save()
             self.pool.shutdown(wait=True, cancel_futures=True)
@@ -488,7 +547,7 @@ class Explorer:
         verdict = _read_verdict(result.get("run_dir"))
         evidence = [{"check": c["id"], "evidence": c.get("evidence", [])[:3]}
                     for c in (verdict or {}).get("checks", []) if c.get("status") == "fail"]
-        doc = scenario_doc(self.base_doc, smallest, name=f"finding-{fid}")
+        doc = self.schedule_doc(smallest, name=f"finding-{fid}")
         doc["description"] = (
             f"Found by hdfs-chaos explore from {os.path.basename(self.base_path)}: "
             f"{group['signature']}. {doc['description']}. Verdict: {group['outcome']}"

@@ -66,7 +66,8 @@ def write_summary(explorer) -> str:
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>hdfs-chaos explore</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:2px 6px;font-size:90%}}code{{font-size:85%}}</style></head><body>
-<h1>Exploration of {_e(os.path.basename(state['base']))}</h1>
+<h1>Exploration of {_e(os.path.basename(state['base']))} on {_e(state.get('system', 'minihdfs'))}</h1>
+{f"<p><b>{_e(state['note'])}</b></p>" if state.get('note') else ''}
 <p>{n['points']} failure points; depth-1 space (points x applicable faults) {n['space_depth1']},
 of which {n['depth1']} ran ({n['coverage_depth1'] * 100:.1f}%); {n['depth2']} depth-2 schedules;
 {n['schedules']} runs in all in {n['elapsed_s']:.0f}s: <b>{n['per_hour']:.0f} schedules/hour</b>.

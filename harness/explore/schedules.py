@@ -180,11 +180,20 @@ class Schedule:
                    d.get("parent"))
 
 
-def scenario_doc(base: dict, schedule: Schedule, name: str | None = None) -> dict:
+def scenario_doc(base: dict, schedule: Schedule, name: str | None = None, exact: bool = True,
+                 system: tuple[str, str | None] | None = None) -> dict:
     """The scenario of `schedule`: the base's cluster and workload (sizes scaled), its
-    own faults kept, the schedule's faults added with exact triggers, and `expect` the
-    checks only (a fault may well make an operation fail: only the specifications judge)."""
+    own faults kept, the schedule's faults added with exact triggers (plain event
+    triggers when `exact` is off: a system that cannot hold its processes), and `expect`
+    the checks only (a fault may well make an operation fail: only the specifications
+    judge). `system` (name, release) is written into `cluster`, so that the schedule
+    runs alone on the system it was explored on."""
     doc = copy.deepcopy(base)
+    if system is not None and system[0] != "minihdfs":
+        cluster = doc.setdefault("cluster", {})
+        cluster["system"] = system[0]
+        if system[1]:
+            cluster["hadoop_version"] = system[1]
     doc["name"] = name or f"{base['name']}-x{schedule.id}"
     doc["description"] = "explorer schedule: " + (" + ".join(
         f"{s.fault.kind} {s.fault.target} at {s.point.event} of {s.point.node} "
@@ -195,7 +204,7 @@ def scenario_doc(base: dict, schedule: Schedule, name: str | None = None) -> dic
                 op["size"] = max(1, int(_bytes(op["size"]) * schedule.scale))
     faults = list(doc.get("faults") or [])
     for i, step in enumerate(schedule.steps, 1):
-        faults.append(step.fault.spec(f"x{i}", step.point.trigger()))
+        faults.append(step.fault.spec(f"x{i}", step.point.trigger(exact)))
     if faults:
         doc["faults"] = faults
     doc["expect"] = {"checks": "all"}

@@ -1,0 +1,156 @@
+"""The explorer on Apache Hadoop (`hdfs-chaos explore --system hadoop`), its pure parts:
+failure points from adapted Hadoop events, schedules with plain event triggers (no exact
+injection: Hadoop's JVMs cannot be held at an event) that run alone on Hadoop, the
+one-line refusal of a base Hadoop cannot run, and the note in the summary. No cluster."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from harness.explore.engine import Explorer, ExploreError
+from harness.explore.points import extract_points
+from harness.explore.report import write_summary
+from harness.explore.schedules import Schedule, Step, faults_at, scenario_doc, to_yaml
+from harness.scenario import load_scenario_text
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HADOOP_BASE = os.path.join(ROOT, "explore-bases", "hadoop-write.yaml")
+MINI_BASE = os.path.join(ROOT, "explore-bases", "write-3-blocks.yaml")
+B1, B2 = 1073741825, 1073741826
+NOTE = "hadoop 3.4.2: no exact injection; faults fire on the adapted log event, ~20 ms late"
+
+
+def ev(ts, node, event, **fields):
+    role = {"nn": "namenode", "harness": "harness"}.get(node) or (
+        "datanode" if node.startswith("dn") else "client")
+    return {"ts": ts, "node": node, "role": role, "event": event, "source": "hadoop-log",
+            **fields}
+
+
+# what a clean Hadoop run's adapted logs look like (field names of logmap.py)
+HADOOP_RUN = [
+    ev(0.4, "nn", "nn.dn.register", dn="dn1"),                       # before the run's start
+    {"ts": 1.0, "node": "harness", "role": "harness", "event": "harness.node.start",
+     "target": "nn"},
+    ev(1.1, "nn", "nn.file.create", path="/data/f1", holder="DFSClient_c1"),
+    ev(1.2, "nn", "nn.block.allocate", path="/data/f1", block=B1, gs=1001,
+       pipeline=["dn3", "dn1", "dn2"]),
+    ev(1.3, "c1", "client.pipeline.setup", path="/data/f1", block=B1, gs=1001,
+       stage="PIPELINE_SETUP_CREATE", pipeline=["dn3", "dn1", "dn2"]),
+    ev(1.31, "dn3", "dn.pipeline.receive", block=B1, gs=1001, upstream="c1"),
+    ev(1.32, "dn1", "dn.pipeline.receive", block=B1, gs=1001, upstream="dn3"),
+    ev(1.33, "dn2", "dn.pipeline.receive", block=B1, gs=1001, upstream="dn1"),
+    *[ev(1.4 + i / 100, "c1", "client.ack", path="/data/f1", block=B1, seqno=i)
+      for i in range(4)],
+    ev(1.5, "c1", "client.hflush", path="/data/f1", offset=32768),
+    ev(1.55, "nn", "nn.file.fsync", path="/data/f1"),
+    ev(1.6, "nn", "nn.block.allocate", path="/data/f1", block=B2, gs=1002,
+       pipeline=["dn1", "dn2", "dn3"]),
+    ev(1.7, "dn2", "dn.pipeline.receive", block=B2, gs=1002, upstream="dn1"),
+    ev(2.0, "nn", "nn.file.complete", path="/data/f1"),
+]
+
+
+def hadoop_points():
+    return extract_points(HADOOP_RUN)
+
+
+def test_failure_points_come_from_the_adapted_hadoop_events():
+    ps = hadoop_points()
+    kinds = [(p.event, p.node) for p in ps]
+    assert ("nn.dn.register", "nn") not in kinds                    # before the run started
+    receive = [p for p in ps if p.event == "dn.pipeline.receive"]
+    # the DataNode's "Receiving <block>" line is its pipeline-setup point, per block
+    assert [(p.node, dict(p.where)) for p in receive] == [
+        ("dn3", {"block": B1}), ("dn1", {"block": B1}), ("dn2", {"block": B1}),
+        ("dn2", {"block": B2})]
+    assert dict(receive[1].fields)["upstream"] == "dn3"
+    acks = [p.nth for p in ps if p.event == "client.ack"]
+    assert acks == [1, 2, 4]                                        # first, middle, last
+
+
+def test_schedules_on_hadoop_use_plain_event_triggers_and_name_the_system():
+    with open(HADOOP_BASE) as f:
+        base = yaml.safe_load(f)
+    count = 0
+    for p in hadoop_points():
+        for fault in faults_at(p, ["dn1", "dn2", "dn3"], ["c1"], {"/data/f1": "c1"}):
+            s = Schedule((Step(p, fault),))
+            doc = scenario_doc(base, s, exact=False, system=("hadoop", "3.4.2"))
+            sc = load_scenario_text(to_yaml(doc), f"{s.id}.yaml")    # raises if invalid
+            at = sc.faults[-1].at
+            assert at.exact is False and at.delay == 0.0
+            assert (at.event, at.node, at.nth) == (p.event, p.node, p.nth)
+            assert dict(at.where) == dict(p.where)
+            assert sc.cluster.system == "hadoop" and sc.cluster.hadoop_version == "3.4.2"
+            count += 1
+    assert count > 40
+    # the mini-HDFS's schedules keep their exact triggers and name no system
+    p = hadoop_points()[3]
+    doc = scenario_doc(base, Schedule((Step(p, faults_at(p, ["dn1", "dn2", "dn3"], ["c1"])[0]),)))
+    assert doc["faults"][-1]["at"]["exact"] is True and "system" not in doc["cluster"]
+
+
+def test_a_base_hadoop_cannot_run_is_refused_in_one_line(tmp_path):
+    with pytest.raises(ExploreError) as e:
+        Explorer(MINI_BASE, str(tmp_path / "out"), 60, system="hadoop")
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert "cannot be explored on hadoop 3.4.2" in msg and "lease.soft-limit" in msg
+    assert "explore-bases/hadoop-write.yaml" in msg
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_the_explorer_on_hadoop_says_it_has_no_exact_injection(tmp_path):
+    said = []
+    x = Explorer(HADOOP_BASE, str(tmp_path / "out"), 60, system="hadoop", hadoop_version="3.4.2",
+                 say=said.append)
+    assert x.exact is False and x.note == NOTE
+    p = hadoop_points()[1]
+    doc = x.schedule_doc(Schedule((Step(p, faults_at(p, ["dn1", "dn2", "dn3"], ["c1"])[0]),)))
+    assert "exact" not in doc["faults"][-1]["at"] and doc["cluster"]["system"] == "hadoop"
+    # the same base on the mini-HDFS: exact, no note
+    m = Explorer(HADOOP_BASE, str(tmp_path / "m"), 60)
+    assert m.exact is True and m.note is None
+    # the summary carries the note
+    x._load_or_init()
+    assert x.state["system"] == "hadoop 3.4.2" and x.state["note"] == NOTE
+    page = open(write_summary(x)).read()
+    assert NOTE in page and "on hadoop 3.4.2" in page
+
+
+def test_resume_refuses_another_system(tmp_path):
+    out = str(tmp_path / "out")
+    x = Explorer(HADOOP_BASE, out, 60, system="hadoop")
+    x._load_or_init()
+    x.save()
+    with pytest.raises(ExploreError, match="explores on hadoop 3.4.2, not minihdfs"):
+        Explorer(HADOOP_BASE, out, 60, resume=True)._load_or_init()
+
+
+def test_an_exact_trigger_on_hadoop_fires_as_an_event_trigger(tmp_path):
+    """No hold channel on Hadoop (nothing there would announce an event: the fault would
+    never fire); the run says so and the trigger engine takes the trigger."""
+    from harness.runner import Run
+    from harness.systems import get_system
+    with open(HADOOP_BASE) as f:
+        base = yaml.safe_load(f)
+    p = hadoop_points()[1]
+    doc = scenario_doc(base, Schedule((Step(p, faults_at(p, ["dn1", "dn2", "dn3"], ["c1"])[0]),)))
+    sc = load_scenario_text(to_yaml(doc), "exact.yaml")
+    assert sc.faults[-1].at.exact
+    said: list[str] = []
+    run = Run(sc, "local", str(tmp_path), None, False, said.append, system=get_system("hadoop"))
+    run._start_holds()
+    assert run.holds is None
+    assert any("exact injection needs the mini-HDFS" in m for m in said), said
+    mini = Run(sc, "local", str(tmp_path), None, False, said.append,
+               system=get_system("minihdfs"))
+    mini._start_holds()
+    try:
+        assert mini.holds is not None
+    finally:
+        mini._stop_holds()
