@@ -192,3 +192,16 @@ class HadoopCluster:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 pass
+
+
+def fetched_or_skip(release: str = RELEASE) -> None:
+    """Skip the calling test unless java is here and the `release` jars are in the cache
+    (fetched now if need be)."""
+    import pytest
+    from harness.systems.hadoop import fetch
+    if shutil.which("java") is None:
+        pytest.skip("no java")
+    try:
+        fetch.fetch(release)
+    except fetch.FetchError as e:
+        pytest.skip(str(e))

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import pytest
+
+from tests import hadoop_support as hs
 
 from harness.explore.engine import explore
 from harness.explore.points import read_run_events
@@ -32,12 +33,7 @@ def _matches(e: dict, at) -> bool:
 
 
 def test_explore_on_hadoop_runs_and_verifies_schedules_with_event_triggers(tmp_path):
-    if shutil.which("java") is None:
-        pytest.skip("no java")
-    try:
-        fetch.fetch(VERSION)
-    except fetch.FetchError as e:
-        pytest.skip(str(e))
+    hs.fetched_or_skip(VERSION)
     out = str(tmp_path / "explore")
     said: list[str] = []
     state = explore(BASE, out, budget=3600, depth=1, workers=1, max_schedules=2,

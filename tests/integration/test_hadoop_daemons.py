@@ -13,6 +13,8 @@ import zlib
 
 import pytest
 
+from tests import hadoop_support as hs
+
 from harness.systems.hadoop import conf, fetch, state
 from harness.systems.hadoop.cluster import HadoopCluster
 
@@ -24,12 +26,7 @@ SHELL = "org.apache.hadoop.fs.FsShell"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if shutil.which("java") is None:
-        pytest.skip("no java")
-    try:
-        fetch.fetch(VERSION)
-    except fetch.FetchError as e:
-        pytest.skip(str(e))
+    hs.fetched_or_skip(VERSION)
     c = HadoopCluster(str(tmp_path_factory.mktemp("hadoop-daemons")), VERSION, 3,
                       {"dfs.blocksize": "1MiB", "dfs.heartbeat.interval": "1s",
                        "lease.hard-limit": "5s"})

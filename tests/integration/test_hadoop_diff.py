@@ -5,9 +5,10 @@ diff.html and diff.parquet. No mocks; skipped without Java or the fetched jars."
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
+
+from tests import hadoop_support as hs
 
 from harness.systems.hadoop import fetch
 
@@ -23,12 +24,7 @@ SCENARIO = os.path.join(ROOT, "scenarios", "recover-lease-mid-block.yaml")
 
 
 def test_one_scenario_on_both_systems(tmp_path, capsys):
-    if shutil.which("java") is None:
-        pytest.skip("no java")
-    try:
-        fetch.fetch(VERSION)
-    except fetch.FetchError as e:
-        pytest.skip(str(e))
+    hs.fetched_or_skip(VERSION)
     import pandas as pd
     from harness.diffrun import run_both
     results = tmp_path / "results"

@@ -17,7 +17,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from pyspark.sql import Window, functions as F
+from pyspark.sql import functions as F
 
 from ..load import RunSet
 from .block import check_b1, check_b2, check_b3, check_b4, check_b5, check_b6, check_h1
