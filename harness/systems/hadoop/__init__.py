@@ -7,9 +7,7 @@ DataNodes as separate JVMs, kill/restart/pause/resume on the JVM's pid, readines
 JMX), mesh.py (every directed link through its own Toxiproxy proxy at 127.1.x.y,
 reached through per-JVM hosts files), state.py (final_state.json from the NameNode and
 the DataNodes' storage folders), logmap.py/adapter.py (log4j lines -> contract events)
-and java/ (the workload client HdfsChaosClient, built by `java/build.sh`). Without a
-built client (java/ missing) a scenario whose clients each run one ungated write,
-append or read falls back to Hadoop's FsShell (no client events).
+and java/ (the workload client HdfsChaosClient, built by `java/build.sh`).
 """
 
 from __future__ import annotations
@@ -23,22 +21,13 @@ from .conf import config_issues
 
 JAVA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java")
 CLIENT_CLASS = "HdfsChaosClient"
-SHELL_CLASS = "org.apache.hadoop.fs.FsShell"
-_FSSHELL_OPS = {"write": "-put", "append": "-appendToFile", "read": "-cat"}
 
 from harness.backends import BackendError
 from harness.systems import SystemUnderTest
 
 
-class HadoopUnsupported(BackendError):
-    """A scenario (or a part of it) this branch cannot run on Hadoop; the message says why."""
-
-
 def _debug_loggers() -> list[str]:
-    try:
-        from .logmap import DEBUG_LOGGERS
-    except ImportError:
-        return []
+    from .logmap import DEBUG_LOGGERS
     return list(DEBUG_LOGGERS)
 
 
@@ -98,12 +87,9 @@ class Hadoop(SystemUnderTest):
 
     # -- the workload --------------------------------------------------------------------
 
-    def client_classes(self) -> str | None:
-        """HdfsChaosClient compiled for this release (hadoop-logs' java/build.sh), or None
-        when this branch does not have it."""
+    def client_classes(self) -> str:
+        """HdfsChaosClient compiled for this release (java/build.sh)."""
         build = os.path.join(JAVA_DIR, "build.sh")
-        if not os.path.isfile(build):
-            return None
         out = os.path.join(str(fetch.release_dir(self.version)), "classes-client")
         built = os.path.join(out, f"{CLIENT_CLASS}.class")
         sources = [os.path.join(JAVA_DIR, n) for n in os.listdir(JAVA_DIR)
@@ -121,9 +107,6 @@ class Hadoop(SystemUnderTest):
         cluster = backend.cluster
         cluster.add_client(client_id)
         classes = self.client_classes()
-        if classes is None:
-            raise HadoopUnsupported("the Hadoop workload client (harness/systems/hadoop/java) "
-                                    "is not on this branch")
         return cluster.java_command(client_id, CLIENT_CLASS,
                                     ["--node", client_id, "--ops", ops_path, "--events",
                                      events_path, "--gate-dir", gate_dir,
@@ -141,44 +124,12 @@ class Hadoop(SystemUnderTest):
         with open(ops_path, "w") as f:
             json.dump(ops, f, indent=1)
         events = os.path.join(backend.run_dir, "events", f"{client_id}.jsonl")
-        if self.client_classes() is not None:
-            cmd = self.client_command(backend, client_id, ops_path, events, gates)
-        else:
-            cmd = self._fsshell_command(backend, client_id, ops)
+        cmd = self.client_command(backend, client_id, ops_path, events, gates)
         # the client's own events go to <client>.jsonl; its DFSClient's log4j lines
         # (pipeline errors, recovery) are adapted into a log of their own
         self._adapt(backend, client_id, "client",
                     os.path.join(backend.run_dir, "events", f"{client_id}-dfsclient.jsonl"))
         cluster._spawn(client_id, cmd)
-
-    def _fsshell_command(self, backend, client_id: str, ops: list[dict]) -> list[str]:
-        """Until HdfsChaosClient is merged: one ungated write/append/read per client, run
-        by Hadoop's FsShell with the mini-HDFS workload's content (no client events)."""
-        if len(ops) != 1 or ops[0]["op"] not in _FSSHELL_OPS or ops[0].get("gated") \
-                or ops[0].get("hflush_every") or not ops[0].get("close", True):
-            raise HadoopUnsupported(
-                f"client {client_id}: without HdfsChaosClient (hadoop-logs' branch) a Hadoop "
-                f"client runs one ungated write, append or read without hflush")
-        op = ops[0]
-        args = [_FSSHELL_OPS[op["op"]]]
-        if op["op"] in ("write", "append"):
-            from minihdfs.workload import Content
-            local = os.path.join(backend.work_dir, "workload", f"{client_id}-{op['id']}.data")
-            content = Content(backend.seed)
-            start = 0
-            with open(local, "wb") as f:
-                f.write(content.get(op["path"], start, op["size"]))
-            args += [local, op["path"]]
-            if op["op"] == "write":
-                args.insert(1, "-f")
-                # FsShell -put does not create the parent folder
-                parent = op["path"].rpartition("/")[0] or "/"
-                backend.cluster.run_client(client_id, SHELL_CLASS, ["-mkdir", "-p", parent])
-        else:
-            args.append(op["path"])
-        cluster = backend.cluster
-        cluster.add_client(client_id)
-        return cluster.java_command(client_id, SHELL_CLASS, args)
 
     def client_running(self, backend, client_id: str) -> bool:
         return backend.cluster.running(client_id)
@@ -193,10 +144,7 @@ class Hadoop(SystemUnderTest):
                             os.path.join(backend.run_dir, "events", f"{node}.jsonl"))
 
     def _adapt(self, backend, node: str, role: str, events_out: str) -> None:
-        try:
-            from .adapter import LogAdapter
-        except ImportError:
-            return   # hadoop-logs' adapter is not on this branch: no events from logs
+        from .adapter import LogAdapter
         cluster = backend.cluster
         a = LogAdapter(raw_log=cluster.nodes[node]["log"], node=node, role=role,
                        release=self.version, events_out=events_out, hosts=cluster.address_map())
