@@ -217,7 +217,7 @@ class RunSet:
         66.5 s instead of 80-91 s for the whole verification)."""
         df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         self._cached.append(df)
-        return df
+        return _cached_leaf(df)
 
     def memo(self, key: str, build: Callable[[], DataFrame]) -> DataFrame:
         """A derived DataFrame shared by several checks, computed once and kept. Checks
@@ -426,6 +426,21 @@ LOG_STATS_SCHEMA = T.StructType([
     T.StructField("node", T.StringType()), T.StructField("lines", T.LongType()),
     T.StructField("malformed", T.LongType()), T.StructField("min_seq", T.LongType()),
     T.StructField("max_seq", T.LongType()), T.StructField("seq_ok", T.BooleanType())])
+
+
+def _cached_leaf(df: DataFrame) -> DataFrame:
+    """A persisted `df` as a DataFrame whose plan is the cache alone (an InMemoryRelation
+    leaf), not the lineage that computes it. Spark analyses a DataFrame's whole logical
+    plan again at every call that extends it, and replaces cached fragments only when it
+    plans the query; the loader's lineage (read, narrow parse, fold, explode, from_json
+    with the event schema) is some tens of operators and hundreds of expressions, and the
+    checks read the rare events a few hundred times per verification. With the leaf, a
+    check's plan holds only what the check itself adds. Same data, same cache: scans
+    still prune the cache's column batches by event."""
+    spark = df.sparkSession
+    plan = df._jdf.queryExecution().withCachedData()
+    return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(
+        spark._jsparkSession, plan), spark)
 
 
 def _seqs_ok(n: int, lo: int | None, hi: int | None, total: int | None,

@@ -9,6 +9,7 @@ check, the runs it exercised and, per failing run, the violation count and the f
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -189,16 +190,22 @@ def run_checks(runs: RunSet, ids: list[str] | None = None,
     unneeded = [c for c in selected if c.id not in possible]
     selected = [c for c in selected if c.id in possible]
 
+    starts = _run_starts(runs) if selected else {}
+
     def one(check: Check) -> tuple[dict[str, CheckResult], float]:
         t0 = time.perf_counter()
+        views = ()
         try:
-            res = _results_from_rows(check.id, _result_rows(runs, check).collect())
+            rows, views = _result_rows(runs, check)
+            res = _results_from_rows(check.id, rows.collect(), starts)
         except Exception as exc:  # a broken oracle must not hide the others
             msg = f"check crashed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
             log.error("check %s crashed: %s", check.id, msg)
             tb = traceback.format_exc().splitlines()[-3:]
             res = {rid: CheckResult(check.id, "error", [{"why": msg, "trace": tb}])
                    for rid in runs.runs}
+        finally:
+            _drop_views(runs, views)
         return res, time.perf_counter() - t0
 
     if threads > 1 and len(selected) > 1:
@@ -217,29 +224,53 @@ def run_checks(runs: RunSet, ids: list[str] | None = None,
     return out
 
 
+_views = itertools.count()
+
+
 def _result_rows(runs: RunSet, check: Check):
     """One DataFrame of what the verdict needs from `check`: a row per exercised run
-    (kind 0) and the first MAX_EVIDENCE violations per failing run (kind 1). Built from
-    SQL text: a few Py4J calls where the same with Columns took some two hundred, for
-    each of the checks of every verification."""
+    (kind 0) and the first MAX_EVIDENCE violations per failing run (kind 1), with their
+    count. One SQL statement over the outcome's two DataFrames as temporary views: Spark
+    analyses a DataFrame's whole plan again at every call that extends it, and a check's
+    plan is tens of operators deep, so the window, filter, union and projections added
+    call by call cost some 2.5 s of analysis per verification (17 checks), one statement
+    a few tenths. The views' names are unique to the call (checks run in threads)."""
     outcome = check.fn(runs)
-    v = outcome.violations.join(F.broadcast(runs.bounds.selectExpr("run_id", "start_ts")),
-                                "run_id", "left")
-    top = v.selectExpr(
-        "*", "row_number() OVER (PARTITION BY run_id ORDER BY ts ASC NULLS LAST, node, "
-        "event, why) AS rn", "count(1) OVER (PARTITION BY run_id) AS n"
-    ).filter(f"rn <= {MAX_EVIDENCE}").selectExpr(
-        "run_id", "1 AS kind", "rn", "n", "ts", "round(ts - start_ts, 3) AS t", "node",
-        "event", "why", "fields")
-    exercised = outcome.exercised.selectExpr(
-        "run_id", "0 AS kind", "CAST(NULL AS INT) AS rn", "CAST(NULL AS BIGINT) AS n",
-        "CAST(NULL AS DOUBLE) AS ts", "CAST(NULL AS DOUBLE) AS t",
-        "CAST(NULL AS STRING) AS node", "CAST(NULL AS STRING) AS event",
-        "CAST(NULL AS STRING) AS why", "CAST(NULL AS STRING) AS fields")
-    return top.unionByName(exercised).selectExpr("*", f"'{check.id}' AS `check`")
+    n = next(_views)
+    viol, ex = f"_check_{n}_violations", f"_check_{n}_exercised"
+    outcome.violations.createOrReplaceTempView(viol)
+    outcome.exercised.createOrReplaceTempView(ex)
+    return runs.spark.sql(f"""
+        SELECT run_id, 1 AS kind, rn, n, ts, node, event, why, fields FROM (
+          SELECT *, row_number() OVER (PARTITION BY run_id
+                                       ORDER BY ts ASC NULLS LAST, node, event, why) AS rn,
+                 count(1) OVER (PARTITION BY run_id) AS n
+          FROM {viol}) WHERE rn <= {MAX_EVIDENCE}
+        UNION ALL
+        SELECT run_id, 0, CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS DOUBLE),
+               CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS STRING),
+               CAST(NULL AS STRING) FROM {ex}"""), (viol, ex)
 
 
-def _results_from_rows(check_id: str, rows) -> dict[str, CheckResult]:
+def _drop_views(runs: RunSet, views) -> None:
+    for name in views:
+        try:
+            runs.spark.catalog.dropTempView(name)
+        except Exception:
+            pass
+
+
+def _run_starts(runs: RunSet) -> dict[str, float]:
+    """{run_id: the time of its first event}: evidence times are shown from there."""
+    try:
+        return {r["run_id"]: r["start_ts"] for r in runs.bounds.collect()}
+    except Exception as exc:    # a check's evidence then shows no relative time
+        log.warning("no run start times (%s: %s)", type(exc).__name__,
+                    str(exc).splitlines()[0][:200])
+        return {}
+
+
+def _results_from_rows(check_id: str, rows, starts: dict[str, float]) -> dict[str, CheckResult]:
     results: dict[str, CheckResult] = {}
     evidence: dict[str, list[tuple[int, dict]]] = {}
     for r in rows:
@@ -247,7 +278,8 @@ def _results_from_rows(check_id: str, rows) -> dict[str, CheckResult]:
         if r["kind"] == 1:
             res.status = "fail"
             res.violations = int(r["n"])
-            evidence.setdefault(r["run_id"], []).append((r["rn"], _evidence_row(r)))
+            evidence.setdefault(r["run_id"], []).append(
+                (r["rn"], _evidence_row(r, starts.get(r["run_id"]))))
     for rid, items in evidence.items():
         results[rid].evidence = [e for _, e in sorted(items, key=lambda x: x[0])]
         if results[rid].violations > len(items):
@@ -256,8 +288,10 @@ def _results_from_rows(check_id: str, rows) -> dict[str, CheckResult]:
     return results
 
 
-def _evidence_row(r) -> dict:
-    item = {"ts": r["ts"], "t": r["t"], "node": r["node"], "event": r["event"]}
+def _evidence_row(r, start_ts: float | None) -> dict:
+    t = (round(r["ts"] - start_ts, 3)
+         if r["ts"] is not None and start_ts is not None else None)
+    item = {"ts": r["ts"], "t": t, "node": r["node"], "event": r["event"]}
     try:
         item.update(json.loads(r["fields"] or "{}"))
     except ValueError:
