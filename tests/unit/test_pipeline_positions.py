@@ -281,3 +281,28 @@ def test_the_inject_event_records_the_resolution(tmp_path):
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert "resolved" not in lines[0]
     assert lines[1]["target"] == "dn3" and lines[1]["resolved"] == ["c1.pipeline[1]=dn3"]
+
+
+# -- the runner ----------------------------------------------------------------------------------
+
+def test_an_unresolvable_position_stops_the_run_with_its_reason(tmp_path):
+    from harness.runner import Run, RunError
+    from minihdfs.events import EventLog
+    sc = load_scenario_text(BASE + "  - {id: k, kind: kill, target: c1.pipeline.1, "
+                                   "at: {event: client.ack, node: c1}}\n")
+    run = Run.__new__(Run)          # only what _resolve_positions uses
+    run.events_dir = str(tmp_path)
+    run.log = EventLog(str(tmp_path / "harness.jsonl"), "harness", "harness")
+    with pytest.raises(RunError, match=r"fault k: c1.pipeline\[1\] cannot be resolved: c1 has "
+                                       r"set up no pipeline yet"):
+        run._resolve_positions(sc.fault("k"))
+    errors = [json.loads(line) for line in (tmp_path / "harness.jsonl").read_text().splitlines()]
+    assert [(e["event"], e["fault"], e["error"]) for e in errors] == [
+        ("harness.fault.error", "k", "PositionError")]
+    # once c1 logged its pipeline, the same fault resolves
+    with open(tmp_path / "c1.jsonl", "w") as f:
+        f.write(json.dumps(ev("client.pipeline.setup", "c1", 1.0, ["dn4", "dn2", "dn1"])) + "\n")
+    spec, texts = run._resolve_positions(sc.fault("k"))
+    assert (spec.target, texts) == ("dn2", ["c1.pipeline[1]=dn2"])
+    run.pipelines.close()
+    run.log.close()
