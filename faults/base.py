@@ -4,7 +4,7 @@ A fault is built from plain parameters (validated at once, so a bad scenario fai
 before any cluster starts); nothing happens until `inject()`. `heal()` undoes what
 `inject()` did and is safe to call at any time: before inject, twice, or after the
 fault ended by itself. Both log to the harness event log (spec/EVENTS.md):
-`harness.fault.inject {fault, kind, target, params}` just before the effect starts (so
+`harness.fault.inject {fault, kind, target, params[, resolved]}` just before the effect starts (so
 anything the fault causes comes after it in time), `harness.fault.heal {fault}` just
 after the effect is undone, and `harness.fault.error {fault, kind, error, reason}` if
 injecting failed half way (what was done is undone first).
@@ -39,6 +39,8 @@ class Fault:
     """
 
     kind: ClassVar[str] = "fault"
+    # ["c1.pipeline[1]=dn3", ...]: the scenario named the target by pipeline position
+    resolved: tuple[str, ...] | list[str] = ()
 
     def __init__(self, *, fault_id: str | None = None, log: EventLog | None = None):
         # Unnamed faults still get distinct ids: toxic names are derived from them.
@@ -72,8 +74,10 @@ class Fault:
             if self.active:
                 raise FaultError(f"fault {self.fault_id!r} is already injected; heal it first")
             self._prepare()
+            # `resolved`: the pipeline positions the target was named by (harness.pipelines)
+            extra = {"resolved": list(self.resolved)} if self.resolved else {}
             self.log.emit("harness.fault.inject", fault=self.fault_id, kind=self.kind,
-                          target=self.target, params=self.params)
+                          target=self.target, params=self.params, **extra)
             try:
                 self._apply()
             except BaseException as exc:

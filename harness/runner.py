@@ -299,8 +299,10 @@ class Run:
             self.fired.append(fault_id)
             self.engine.notify_fired(fault_id)
             return
+        spec, resolved = self._resolve_positions(spec)
         try:
             fault = self._build_fault(spec)
+            fault.resolved = resolved
             fault.inject()
         except (FaultError, BackendError, HdfsError, OSError, ValueError) as e:
             self.errors.append(f"fault {fault_id}: {e}")
@@ -310,7 +312,24 @@ class Run:
         self.active[fault_id] = fault
         self.fired.append(fault_id)
         self.engine.notify_fired(fault_id)
-        self._progress(f"fault {fault_id} ({spec.kind}) injected")
+        where = f": {', '.join(resolved)}" if resolved else ""
+        self._progress(f"fault {fault_id} ({spec.kind}) injected{where}")
+
+    def _resolve_positions(self, spec):
+        """The fault with its pipeline positions (c1.pipeline[1]) resolved to DataNode ids
+        from the live events, and the `c1.pipeline[1]=dn3` texts; a position that cannot be
+        resolved stops the run (RunError), never a fault acting on nothing."""
+        from harness.pipelines import LivePipelines, PositionError, has_positions, resolve_fault
+        if not has_positions(spec):
+            return spec, []
+        if getattr(self, "pipelines", None) is None:
+            self.pipelines = LivePipelines(self.events_dir)
+        try:
+            return resolve_fault(spec, self.pipelines.refresh())
+        except PositionError as e:
+            self.log.emit("harness.fault.error", fault=spec.id, kind=spec.kind,
+                          error=type(e).__name__, reason=str(e))
+            raise RunError(f"fault {spec.id}: {e}") from e
 
     def _safely(self, action, fault_id: str) -> None:
         try:
@@ -464,6 +483,8 @@ class Run:
 
     def _teardown(self) -> None:
         self.phase = "stop"
+        if getattr(self, "pipelines", None) is not None:
+            self.pipelines.close()
         try:
             if self.engine is not None:
                 self.engine.stop()

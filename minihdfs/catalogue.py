@@ -110,6 +110,10 @@ HARNESS = {
     "harness.trigger",         # {fault, event_ts, lag}: a trigger fired
     "harness.hold.release",    # {held_node, held_seq, held_event, fired, late}: exact
                                # injection done, the held process let go
+    # fields added to contract events: client.pipeline.replace from the Hadoop log adapter
+    # carries `inferred: true` (a new node seen in the rebuilt pipeline; inputs null)
+    # fields added to contract events: harness.fault.inject carries `resolved`
+    # (["c1.pipeline[1]=dn3", ...]) when the scenario named its target by pipeline position
 }
 
 EVENTS = NAMENODE | DATANODE | CLIENT | HARNESS

@@ -167,6 +167,8 @@ def _fault_span(ax, inj, a, b, i):
     target = inj.get("target") or ""
     if isinstance(target, list):
         target = ",".join(map(str, target))
+    if isinstance(inj.get("resolved"), list) and inj["resolved"]:   # named by pipeline position
+        target = ",".join(map(str, inj["resolved"]))
     ax.text(a, -1.35 + 0.3 * (i % 3), f"{inj.get('fault')} ({inj.get('kind')} {str(target)[:30]})",
             fontsize=7, color="#d62728", va="center")
 

@@ -45,7 +45,7 @@ def item(path: str, index: int) -> str:
 class Reference:
     """A name used somewhere (a node id, a fault id, ...), checked when the file is read."""
 
-    what: str              # "node" | "fault" | "workload" | "path"
+    what: str              # "node" | "position" | "fault" | "workload" | "path"
     value: str
     path: str
     mark: Any
@@ -368,18 +368,43 @@ class Rate(Size):
 
 
 class NodeRef(Str):
-    """The id of a node (`nn`, `dnN`, a client id), checked against the cluster later."""
+    """The id of a node (`nn`, `dnN`, a client id), checked against the cluster later.
 
-    def __init__(self, roles: tuple[str, ...], needs: str):
+    With `positions` (a fault's target or link ends), also a pipeline position such as
+    `c1.pipeline[1]` (harness.scenario.positions), read to its canonical text and
+    recorded as a "position" reference. `positions` may instead be the one-line reason a
+    position is refused here (default: only faults name positions)."""
+
+    def __init__(self, roles: tuple[str, ...], needs: str, positions: bool | str = False):
         super().__init__(hint="a node id such as nn, dn1 or c1")
         self.roles = roles
         self.needs = needs
+        self.positions = positions
 
     def parse(self, ctx, node, path):
         value = super().parse(ctx, node, path)
-        if value is not INVALID:
+        if value is INVALID:
+            return value
+        from .positions import PositionSyntaxError, looks_like_position, parse_position
+        if not looks_like_position(value):
             ctx.refer("node", value, path, node, self.roles, self.needs)
-        return value
+            return value
+        try:
+            position = parse_position(value)
+        except PositionSyntaxError as e:
+            ctx.error(node, path, str(e))
+            return INVALID
+        if self.positions is not True:
+            ctx.error(node, path, self.positions or
+                      f"{value!r} is a pipeline position, which only a fault's target, links "
+                      "or between may name; give a node id such as dn1 here")
+            return INVALID
+        if "datanode" not in self.roles:
+            ctx.error(node, path, f"{self.needs}, but {value!r} is a DataNode (a position of "
+                                  f"{position.client}'s pipeline)")
+            return INVALID
+        ctx.refer("position", str(position), path, node, self.roles, self.needs)
+        return str(position)
 
 
 class Ref(Str):

@@ -3,7 +3,8 @@
 Two passes over one file. The first reads the YAML node tree (yaml.compose keeps line and
 column of every value) into the model of `model.py`, field by field. The second resolves
 what only the whole file can tell: node ids against the cluster and the clients of the
-workload, fault ids, duplicate ids, events against the catalogue's roles, a `resume`
+workload, pipeline positions (`c1.pipeline[1]`) against the writing clients and
+dfs.replication, fault ids, duplicate ids, events against the catalogue's roles, a `resume`
 without a `pause`, dfs.replication against the number of DataNodes, triggers beyond the
 timeout, `after:` chains that wait for each other. All problems of a file are collected;
 `ScenarioError` carries them all.
@@ -22,6 +23,7 @@ from minihdfs.config import KEYS, ConfigError, parse_duration
 
 from .fields import INVALID, Context, Reference, child, item, read
 from .issues import Issue, ScenarioError, did_you_mean
+from .positions import parse_position
 from .model import (CLIENT, DATANODE, HARNESS, NAMENODE, SCENARIO, AfterFault, AtTime,
                     Heal, OnEvent, Resume, Scenario)
 
@@ -111,7 +113,7 @@ def _read(text: str, filename: str) -> tuple[Scenario | None, Context]:
         context = ""
         if e.context and e.context_mark and e.context_mark is not mark:
             context = f" ({e.context} on line {e.context_mark.line + 1})"
-        ctx.error(mark, "", f"invalid YAML: {e.problem}{context}")
+        ctx.error(mark, "", f"invalid YAML: {e.problem}{context}{_flow_position_hint(e, text)}")
         return None, ctx
     except yaml.YAMLError as e:
         ctx.error(None, "", f"invalid YAML: {e}")
@@ -126,6 +128,18 @@ def _read(text: str, filename: str) -> tuple[Scenario | None, Context]:
     if scenario is INVALID:
         return None, ctx
     return _with_source(scenario, filename, text), ctx
+
+
+def _flow_position_hint(e: yaml.MarkedYAMLError, text: str) -> str:
+    """In a flow list `[...]`, `c1.pipeline[0]` ends the list at its `[`: say how to write it."""
+    mark = e.problem_mark
+    if mark is None or "got '['" not in str(e.problem):
+        return ""
+    line = text.splitlines()[mark.line] if mark.line < len(text.splitlines()) else ""
+    if ".pipeline[" not in line:
+        return ""
+    return ("; inside [...] write a pipeline position as c1.pipeline.0 (or quote it: "
+            "'c1.pipeline[0]')")
 
 
 def _with_source(scenario: Scenario, filename: str, text: str) -> Scenario:
@@ -161,6 +175,7 @@ class _Plan:
             c for c in (w.get("client") for w in self.workload)
             if isinstance(c, str) and not _is_server_name(c)))
         self.fault_ids = [f.get("id") for f in self.faults]
+        self.timing_checked: set[int] = set()
         self.kinds = {f.get("id"): f.get("kind") for f in self.faults if isinstance(f.get("id"), str)}
         self.paths = {w.get("path") for w in self.workload if isinstance(w.get("path"), str)}
         self.workload_ids = [w.get("id") for w in self.workload]
@@ -170,6 +185,14 @@ class _Plan:
             self.timeout: float | None = parse_duration(doc.get("timeout", "120s"))
         except ConfigError:
             self.timeout = None
+
+    def replication(self) -> int | None:
+        """dfs.replication as configured (None if its value is itself wrong)."""
+        key = "dfs.replication"
+        try:
+            return KEYS[key].parse(self.config.get(key, KEYS[key].default), key)
+        except ConfigError:
+            return None
 
     def role(self, node_id: str) -> str | None:
         if node_id == "nn":
@@ -236,6 +259,8 @@ def _check_reference(ctx: Context, plan: _Plan, ref: Reference) -> None:
         elif role not in ref.roles:
             ctx.error(ref.mark, ref.path, f"{ref.needs}, but {ref.value!r} is "
                                           f"{_ROLE_PHRASE[role]}")
+    elif ref.what == "position":
+        _check_position(ctx, plan, ref)
     elif ref.what == "fault":
         ids = list(dict.fromkeys(i for i in plan.fault_ids if isinstance(i, str)))
         if ref.value not in ids:
@@ -252,6 +277,72 @@ def _check_reference(ctx: Context, plan: _Plan, ref: Reference) -> None:
         if ref.value not in plan.paths:
             ctx.error(ref.mark, ref.path, f"no workload operation uses the file {ref.value!r}"
                                           f"{did_you_mean(ref.value, plan.paths)}")
+
+
+def _check_position(ctx: Context, plan: _Plan, ref: Reference) -> None:
+    """A pipeline position (harness.scenario.positions): its client writes, its index fits
+    a pipeline of dfs.replication DataNodes, and its fault cannot fire before the client
+    has a pipeline."""
+    position = parse_position(ref.value)
+    client = position.client
+    if client not in plan.clients:
+        if plan.role(client) is not None:
+            ctx.error(ref.mark, ref.path, f"{ref.value}: {client!r} is not a client; a "
+                                          "position names a place in a client's pipeline")
+        else:
+            listing = (f"clients: {', '.join(plan.clients)}" if plan.clients
+                       else "the workload has no clients")
+            ctx.error(ref.mark, ref.path, f"{ref.value}: unknown client {client!r}"
+                                          f"{did_you_mean(client, plan.clients) or f' ({listing})'}")
+        return
+    writes = [(i, w) for i, w in enumerate(plan.workload)
+              if w.get("client") == client and w.get("op") in ("write", "append")]
+    if not writes:
+        ctx.error(ref.mark, ref.path, f"{ref.value}: {client} never writes or appends, so it "
+                                      "has no pipeline; name a client that writes")
+        return
+    replication = plan.replication()
+    if isinstance(position.index, int) and replication is not None \
+            and position.index >= replication:
+        ctx.error(ref.mark, ref.path, f"{ref.value}: a pipeline has at most dfs.replication = "
+                                      f"{replication} DataNodes (positions 0..{replication - 1}); "
+                                      f"use an index below {replication} or {client}.pipeline[last]")
+    m = re.match(r"^faults\[([0-9]+)\]", ref.path)
+    if not m:
+        return
+    if int(m.group(1)) in plan.timing_checked:   # once per fault, not per reference
+        return
+    plan.timing_checked.add(int(m.group(1)))
+    fires = _earliest_time(ctx, plan, int(m.group(1)), set())
+    starts = [_start_time(ctx, i) for i, _ in writes]
+    if fires is None or None in starts:
+        return   # an event decides; the run says so if the pipeline is not there yet
+    first_write = min(starts)
+    if fires <= first_write:
+        ctx.error(ref.mark, ref.path,
+                  f"{ref.value}: the fault fires at {fires:g}s, before {client} can have a "
+                  f"pipeline (its first write starts at {first_write:g}s); fire it on an "
+                  f"event of the write, e.g. at: {{event: client.pipeline.setup, node: {client}}}")
+
+
+def _start_time(ctx: Context, op_index: int) -> float | None:
+    trigger = ctx.objects.get(child(item("workload", op_index), "at"), AtTime(0.0))
+    return trigger.seconds if isinstance(trigger, AtTime) else None
+
+
+def _earliest_time(ctx: Context, plan: _Plan, fault_index: int, seen: set) -> float | None:
+    """When the fault's `at` fires, if a time decides it (a time, or `after:` a fault that a
+    time decides), else None."""
+    trigger = ctx.objects.get(child(item("faults", fault_index), "at"))
+    if isinstance(trigger, AtTime):
+        return trigger.seconds
+    if isinstance(trigger, AfterFault) and fault_index not in seen:
+        seen.add(fault_index)
+        ids = plan.fault_ids
+        if trigger.after in ids:
+            before = _earliest_time(ctx, plan, ids.index(trigger.after), seen)
+            return None if before is None else before + trigger.delay
+    return None
 
 
 def _check_duplicates(ctx: Context, section: str, ids: list) -> None:

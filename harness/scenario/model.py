@@ -227,6 +227,11 @@ class Operation:
 
 # -- faults ----------------------------------------------------------------------------------
 
+_NODE_OR_POSITION = ("the node, or a DataNode by its place in a client's pipeline, resolved "
+                     "when the fault fires: c1.pipeline[0] (first), c1.pipeline[1], "
+                     "c1.pipeline[last]")
+_DN_OR_POSITION = "the DataNode, or its place in a client's pipeline such as c1.pipeline[1]"
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Fault:
     """A fault: injected when `at` fires, healed after `duration` or when `heal` fires."""
@@ -262,7 +267,7 @@ class Fault:
         return (target,) if target else ()
 
 
-_ANY = NodeRef(ANY_NODE, "a link joins two nodes")
+_ANY = NodeRef(ANY_NODE, "a link joins two nodes", positions=True)
 
 
 def _links_schema(out: dict, defs: dict) -> None:
@@ -277,7 +282,8 @@ class LinkFault(Fault):
 
     links: tuple[tuple[str, str], ...] = spec(
         ListOf(Pair(_ANY), min_items=1, what="link"),
-        "directed links [src, dst]; with between, every link across the groups", default=())
+        "directed links [src, dst] (node ids or pipeline positions such as c1.pipeline.0); "
+        "with between, every link across the groups", default=())
     between: tuple[tuple[str, ...], ...] | None = spec(
         ListOf(ListOf(_ANY, min_items=1, what="node"), min_items=2, what="group"),
         "groups of nodes; every link from one group to another, both ways", default=None)
@@ -383,7 +389,8 @@ class Disconnect(Fault):
     """Disconnect a node's container from the run network (docker backend)."""
 
     kind: ClassVar[str] = "disconnect"
-    target: str = spec(NodeRef(ANY_NODE, "disconnect needs a node"), "the node", required=True)
+    target: str = spec(NodeRef(ANY_NODE, "disconnect needs a node", positions=True),
+                       _NODE_OR_POSITION, required=True)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -391,7 +398,8 @@ class Kill(Fault):
     """SIGKILL a node (healing starts it again)."""
 
     kind: ClassVar[str] = "kill"
-    target: str = spec(NodeRef(ANY_NODE, "kill needs a node"), "the node", required=True)
+    target: str = spec(NodeRef(ANY_NODE, "kill needs a node", positions=True),
+                       _NODE_OR_POSITION, required=True)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -399,8 +407,8 @@ class Restart(Fault):
     """Stop the NameNode or a DataNode, wait `down`, start it again."""
 
     kind: ClassVar[str] = "restart"
-    target: str = spec(NodeRef(SERVER, "restart needs the NameNode or a DataNode"),
-                       "the node", required=True)
+    target: str = spec(NodeRef(SERVER, "restart needs the NameNode or a DataNode",
+                               positions=True), _NODE_OR_POSITION, required=True)
     down: float = spec(Duration(), "how long the node stays down", default=0.0, example="0s")
 
 
@@ -409,7 +417,8 @@ class Pause(Fault):
     """SIGSTOP a node (a long GC pause); healing or a `resume` fault continues it."""
 
     kind: ClassVar[str] = "pause"
-    target: str = spec(NodeRef(ANY_NODE, "pause needs a node"), "the node", required=True)
+    target: str = spec(NodeRef(ANY_NODE, "pause needs a node", positions=True),
+                       _NODE_OR_POSITION, required=True)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -417,7 +426,10 @@ class Resume(Fault):
     """SIGCONT a node that a `pause` fault stopped."""
 
     kind: ClassVar[str] = "resume"
-    target: str = spec(NodeRef(ANY_NODE, "resume needs a node"), "the node", required=True)
+    target: str = spec(NodeRef(ANY_NODE, "resume needs a node", positions=(
+        "a resume names the node its pause stopped, not a pipeline position (the pipeline "
+        "has changed by then); end that pause with duration: or {kind: heal, fault: ID}")),
+        "the node", required=True)
 
     @classmethod
     def check(cls, ctx, node, path, values, given):
@@ -449,8 +461,8 @@ class ReplicaFault(Fault):
 
     json_schema_extra: ClassVar = staticmethod(_replica_schema)
 
-    target: str = spec(NodeRef((DATANODE,), "a disk fault needs a DataNode"),
-                       "the DataNode", required=True)
+    target: str = spec(NodeRef((DATANODE,), "a disk fault needs a DataNode", positions=True),
+                       _DN_OR_POSITION, required=True)
     block: int | None = spec(Int(0), "the block id", default=None)
     file: str | None = spec(Ref("path", "an absolute path such as /data/f1"),
                             "the file whose block to hit (with index)", default=None)
@@ -477,8 +489,8 @@ class CorruptReplica(ReplicaFault):
     """Flip bytes of a replica's data file, so checksums no longer match."""
 
     kind: ClassVar[str] = "corrupt_replica"
-    target: str = spec(NodeRef((DATANODE,), "corrupt_replica needs a DataNode"),
-                       "the DataNode", required=True)
+    target: str = spec(NodeRef((DATANODE,), "corrupt_replica needs a DataNode",
+                               positions=True), _DN_OR_POSITION, required=True)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -486,8 +498,8 @@ class DeleteReplica(ReplicaFault):
     """Delete a replica's data and meta files from a DataNode's disk."""
 
     kind: ClassVar[str] = "delete_replica"
-    target: str = spec(NodeRef((DATANODE,), "delete_replica needs a DataNode"),
-                       "the DataNode", required=True)
+    target: str = spec(NodeRef((DATANODE,), "delete_replica needs a DataNode",
+                               positions=True), _DN_OR_POSITION, required=True)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

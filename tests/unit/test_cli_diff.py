@@ -50,23 +50,24 @@ def test_why_a_scenario_is_not_run_on_a_system(tmp_path):
     from harness.diffrun import _why_not
     from harness.scenario import validate_files
     from harness.systems import get_system
-    text = open(SCENARIO).read()     # lease.soft-limit: 2s, minihdfs only (placement)
-    assert "systems_reason" in text
-    text = text[:text.index("\nsystems:")] + "\n"
+    text = open(SCENARIO).read()     # runs on both (its kill names c1.pipeline[1])
+    assert "systems:" not in text and "lease.soft-limit" not in text
     only_mini = tmp_path / "only-mini.yaml"
     only_mini.write_text(text.replace("name: replace-never", "name: only-mini")
                          + "systems: [minihdfs]\nsystems_reason: needs racks\n")
     soft = tmp_path / "soft.yaml"    # a soft limit Hadoop cannot take, no systems given
-    soft.write_text(text.replace("name: replace-never", "name: soft"))
+    soft.write_text(text.replace("name: replace-never", "name: soft")
+                    .replace("lease.hard-limit: 5s", "lease.soft-limit: 2s\n    lease.hard-limit: 5s"))
     runs = tmp_path / "runs.yaml"    # Hadoop's fixed soft limit, a hard limit it takes
     runs.write_text(text.replace("name: replace-never", "name: runs")
-                    .replace("lease.soft-limit: 2s", "lease.soft-limit: 60s")
-                    .replace("lease.hard-limit: 5s", "lease.hard-limit: 60s"))
-    scenarios, issues = validate_files([str(only_mini), str(soft), str(runs), SCENARIO])
+                    .replace("lease.hard-limit: 5s", "lease.soft-limit: 60s\n    lease.hard-limit: 60s"))
+    takeover = os.path.join(ROOT, "scenarios", "second-writer-after-soft-limit.yaml")
+    scenarios, issues = validate_files([str(only_mini), str(soft), str(runs), SCENARIO, takeover])
     assert not issues, [str(i) for i in issues]
     hadoop = get_system("hadoop", "3.4.2")
     assert _why_not(scenarios[str(only_mini)], "hadoop", hadoop) == "needs racks"
     assert _why_not(scenarios[str(only_mini)], "minihdfs", hadoop) is None
     assert "hard-codes the soft limit" in _why_not(scenarios[str(soft)], "hadoop", hadoop)
-    assert "placement" in _why_not(scenarios[SCENARIO], "hadoop", hadoop)
+    assert "soft limit" in _why_not(scenarios[takeover], "hadoop", hadoop)
+    assert _why_not(scenarios[SCENARIO], "hadoop", hadoop) is None
     assert _why_not(scenarios[str(runs)], "hadoop", hadoop) is None

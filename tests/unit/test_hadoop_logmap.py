@@ -589,3 +589,71 @@ def test_a_restart_not_in_time_is_a_timeout_and_a_bad_node():
     assert evs[3] == dict(event="client.pipeline.restart_timeout", path="/data/f1",
                           block=1073741826, dn="dn1", timeout=1.0)
     assert (evs[4]["bad_node"], evs[4]["error_index"]) == ("dn1", 0)
+
+
+# -- a pipeline rebuilt with a new node, and one rebuilt while closing (Hadoop 3.4.2 runs of
+# replace-always and close-stage-partition; addresses and block pool as in the notes) ------
+
+def _streamer(ts: str, gs: int, level: str, message: str) -> str:
+    return (f"2026-11-24 09:{ts} {level} [DataStreamer for file /data/f1 block "
+            f"{BP}:blk_1073741825_{gs}] DataStreamer/DataStreamer: {message}")
+
+
+def _infos(*ports: int) -> str:
+    return ", ".join(f"DatanodeInfoWithStorage[127.0.0.1:{p},DS-{p},DISK]" for p in ports)
+
+
+HOSTS4 = {**HOSTS, "127.0.0.1:10040": "dn4"}
+
+
+def test_a_new_node_in_the_rebuilt_pipeline_is_an_inferred_replacement():
+    """Hadoop logs no successful replacement; a node in the recovered pipeline that the
+    failed one lacked came from getAdditionalDatanode (the replace-always run: [dn3, dn2,
+    dn4], dn2 killed, rebuilt [dn3, dn4, dn1])."""
+    lines = [
+        _streamer("37:52,264", 1001, "WARN", f"Error Recovery for {BP}:blk_1073741825_1001 in "
+                  f"pipeline [{_infos(10030, 10020, 10040)}]: datanode 1({_infos(10020)}) is bad."),
+        _streamer("37:52,380", 1001, "DEBUG", f"pipeline = [{_infos(10030, 10040, 10010)}], "
+                  "blk_1073741825_1001"),
+        _streamer("37:52,384", 1002, "DEBUG", "stage=DATA_STREAMING, blk_1073741825_1002"),
+    ]
+    evs = strip(map_lines(lines, "client", hosts=HOSTS4))
+    assert [e["event"] for e in evs] == ["client.pipeline.error", "client.pipeline.replace",
+                                         "client.pipeline.recovered"]
+    assert evs[1] == dict(event="client.pipeline.replace", path="/data/f1", block=1073741825,
+                          policy=None, replication=None, remaining=2, hflushed=None,
+                          decision="added", new_node="dn1", inferred=True)
+    assert evs[2]["pipeline"] == ["dn3", "dn4", "dn1"]
+
+
+def test_the_survivors_alone_are_no_replacement():
+    lines = [
+        _streamer("37:52,264", 1001, "WARN", f"Error Recovery for {BP}:blk_1073741825_1001 in "
+                  f"pipeline [{_infos(10030, 10020, 10040)}]: datanode 1({_infos(10020)}) is bad."),
+        _streamer("37:52,380", 1001, "DEBUG", f"pipeline = [{_infos(10030, 10040)}], "
+                  "blk_1073741825_1001"),
+        _streamer("37:52,384", 1002, "DEBUG", "stage=DATA_STREAMING, blk_1073741825_1002"),
+    ]
+    assert [e["event"] for e in map_lines(lines, "client", hosts=HOSTS4)] == [
+        "client.pipeline.error", "client.pipeline.recovered"]
+
+
+def test_a_pipeline_rebuilt_while_closing_is_announced_by_closing_old_block():
+    """PIPELINE_CLOSE_RECOVERY finalizes during setup, so no packet shows the new GS; the
+    close-stage-partition run's `Closing old block ..._1002` is the first line that does."""
+    lines = [
+        _streamer("38:58,697", 1001, "WARN", f"Error Recovery for {BP}:blk_1073741825_1001 in "
+                  f"pipeline [{_infos(10010, 10030, 10020)}]: datanode 0({_infos(10010)}) is bad."),
+        _streamer("38:58,705", 1001, "DEBUG", f"pipeline = [{_infos(10030, 10020)}], "
+                  "blk_1073741825_1001"),
+        _streamer("38:59,325", 1001, "DEBUG", f"Closing old block {BP}:blk_1073741825_1002"),
+    ]
+    evs = strip(map_lines(lines, "client", hosts=HOSTS))
+    assert [e["event"] for e in evs] == ["client.pipeline.error", "client.pipeline.recovered"]
+    assert evs[1] == dict(event="client.pipeline.recovered", path="/data/f1", block=1073741825,
+                          old_gs=1001, gs=1002, pipeline=["dn3", "dn2"])
+    # a block closed at the GS it was announced with announces nothing again
+    normal = [_streamer("38:56,197", 1001, "DEBUG", "nodes [" + _infos(10010, 10030) +
+                        "] storageTypes [DISK, DISK] storageIDs [DS-1, DS-3]"),
+              _streamer("38:57,000", 1001, "DEBUG", f"Closing old block {BP}:blk_1073741825_1001")]
+    assert [e["event"] for e in map_lines(normal, "client", hosts=HOSTS)] == ["client.pipeline.setup"]

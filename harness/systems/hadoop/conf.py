@@ -38,6 +38,11 @@ BASE = {
     "dfs.namenode.datanode.registration.ip-hostname-check": "false",
     "dfs.blockreport.initialDelay": "0",
     "dfs.namenode.redundancy.interval.seconds": "1",
+    # a re-replication whose target never confirms is retried after this, as the
+    # mini-HDFS retries after max(10 s, 5 redundancy intervals); Hadoop's 300 s outlasts
+    # a run: the NameNode may pick a DataNode killed a second ago (it is dead to it only
+    # after 2 recheck intervals + 10 heartbeats) and the block stayed under-replicated
+    "dfs.namenode.reconstruction.pending.timeout-sec": "10",
     "dfs.namenode.fs-limits.min-block-size": "512",
     "dfs.permissions.enabled": "false",
     "dfs.client.use.datanode.hostname": "true",

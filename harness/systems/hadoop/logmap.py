@@ -742,7 +742,8 @@ def _cl_error_recovery(mp: LogMapper, m: re.Match, ln: LogLine):
     # the verifier so); otherwise the stage the DEBUG lines last showed for the block
     stage = "PIPELINE_SETUP_CREATE" if block in mp.setup_failed else mp.stage.get(block)
     if block not in mp.setup_failed:
-        mp.pending_setup[block] = dict(kind="recovery", old_gs=gs, bad=bad, path=path)
+        mp.pending_setup[block] = dict(kind="recovery", old_gs=gs, bad=bad, path=path,
+                                       pipeline=pipeline)
     mp.bad_node[block] = bad
     mp.last_error_block = (block, gs)
     return [_ev("client.pipeline.error", path=path, block=block, gs=gs, stage=stage,
@@ -852,8 +853,10 @@ def _cl_streaming(mp: LogMapper, block: int, gs: int, path: str | None,
         mp.candidate.pop(block, None)
         mp.announced.add((block, gs))
         if pending["kind"] == "recovery":
-            return [_ev("client.pipeline.recovered", path=path or pending.get("path"), block=block,
-                        old_gs=pending["old_gs"], gs=gs, pipeline=cand)]
+            path = path or pending.get("path")
+            return _inferred_replacements(pending, path, block, cand) + [
+                _ev("client.pipeline.recovered", path=path, block=block,
+                    old_gs=pending["old_gs"], gs=gs, pipeline=cand)]
         return [_ev("client.pipeline.setup", path=path, block=block, gs=gs,
                     stage="PIPELINE_SETUP_APPEND", pipeline=cand)]
     if (block, gs) in mp.announced or cand is None:
@@ -863,6 +866,31 @@ def _cl_streaming(mp: LogMapper, block: int, gs: int, path: str | None,
     mp.block_pipeline[block] = cand
     return [_ev("client.pipeline.setup", path=path, block=block, gs=gs,
                 stage="PIPELINE_SETUP_CREATE", pipeline=cand)]
+
+
+def _inferred_replacements(pending: dict, path: str | None, block: int,
+                           rebuilt: list[str]) -> list[dict]:
+    """client.pipeline.replace `added` for each node of the rebuilt pipeline that was not in
+    the failed one. Hadoop logs a successful replacement nowhere (only its failures), but a
+    new node can enter a recovered pipeline only through addDatanode2ExistingPipeline
+    (getAdditionalDatanode). The policy's inputs are not logged: policy, replication and
+    hflushed stay null (P2 is not observable on Hadoop); `inferred` says where it came from."""
+    before = pending.get("pipeline")
+    if not before:
+        return []
+    remaining = len([n for n in before if n != pending.get("bad")])
+    return [_ev("client.pipeline.replace", path=path, block=block, policy=None,
+                replication=None, remaining=remaining, hflushed=None, decision="added",
+                new_node=n, inferred=True) for n in rebuilt if n not in before]
+
+
+def _cl_closing(mp: LogMapper, m: re.Match, ln: LogLine):
+    # endBlock's `Closing old block`: a pipeline rebuilt while closing the block
+    # (PIPELINE_CLOSE_RECOVERY finalizes during its setup) sends no packet at its new GS,
+    # so this line is the first to show the block at that GS
+    block, gs = int(m.group(1)), int(m.group(2))
+    return _cl_streaming(mp, block, gs, _path_from_thread(mp, ln) or mp.block_path.get(block),
+                         None)
 
 
 def _cl_nodes(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -1053,6 +1081,7 @@ TABLE_3_4: list[Rule] = [
     _r("abandon_block", "client", r"^Abandoning " + _BLK, _cl_abandon),
     _r("streaming_nodes", "client", r"^nodes \[(.*?)\] storageTypes", _cl_nodes),
     _r("streaming_stage", "client", r"^stage=(\w+), " + _BLK, _cl_stage),
+    _r("closing_old_block", "client", r"^Closing old block " + _BLK, _cl_closing),
     _r("replace_best_effort", "client",
        r"^Failed to replace datanode\. Continue with the remaining datanodes since ()",
        _cl_replace_failed),
