@@ -91,6 +91,7 @@ class Run:
         self.start_ts = 0.0
         self.phase = "start"
         self.holds = None                         # harness.exact.HoldServer, if exact triggers
+        self.pipelines = None                     # harness.pipelines.LivePipelines, if positions
 
     # -- the run -----------------------------------------------------------------------
 
@@ -322,7 +323,7 @@ class Run:
         from harness.pipelines import LivePipelines, PositionError, has_positions, resolve_fault
         if not has_positions(spec):
             return spec, []
-        if getattr(self, "pipelines", None) is None:
+        if self.pipelines is None:
             self.pipelines = LivePipelines(self.events_dir)
         try:
             return resolve_fault(spec, self.pipelines.refresh())
@@ -483,7 +484,7 @@ class Run:
 
     def _teardown(self) -> None:
         self.phase = "stop"
-        if getattr(self, "pipelines", None) is not None:
+        if self.pipelines is not None:
             self.pipelines.close()
         try:
             if self.engine is not None:

@@ -291,7 +291,7 @@ def test_an_unresolvable_position_stops_the_run_with_its_reason(tmp_path):
     sc = load_scenario_text(BASE + "  - {id: k, kind: kill, target: c1.pipeline.1, "
                                    "at: {event: client.ack, node: c1}}\n")
     run = Run.__new__(Run)          # only what _resolve_positions uses
-    run.events_dir = str(tmp_path)
+    run.events_dir, run.pipelines = str(tmp_path), None
     run.log = EventLog(str(tmp_path / "harness.jsonl"), "harness", "harness")
     with pytest.raises(RunError, match=r"fault k: c1.pipeline\[1\] cannot be resolved: c1 has "
                                        r"set up no pipeline yet"):
