@@ -300,6 +300,20 @@ class Explorer:
     def writers(self) -> dict[str, str]:
         return {op.path: op.client for op in self.scenario.workload if op.op in ("write", "append")}
 
+    def clients_done(self, events: list[dict]) -> dict[str, float]:
+        """{client: when it ended its last workload op} for each client that logged the end
+        (client.op.end) of every op the base gives it: its process exits then, so a fault
+        on it (a crash, a pause, its links) at a later point has nothing to act on (a
+        pause of a client gone failed the run: "c1 is not running")."""
+        ops: dict[str, int] = {}
+        for op in self.scenario.workload:
+            ops[op.client] = ops.get(op.client, 0) + 1
+        ends: dict[str, list[float]] = {}
+        for e in events:
+            if e.get("event") == "client.op.end" and e.get("node") in ops:
+                ends.setdefault(e["node"], []).append(e["ts"])
+        return {c: max(ts) for c, ts in ends.items() if len(ts) >= ops[c]}
+
     def depth1(self, points: list[FailurePoint]) -> list[Schedule]:
         out = []
         for p in points:
@@ -318,13 +332,16 @@ class Explorer:
             return []
         first = parent.steps[0]
         gone = first.fault.target if first.fault.kind in ("kill", "crash_client") else None
+        done = self.clients_done(events)
         by_sig: dict[str, list[Schedule]] = {}
         for p in extract_points(events, start):
             if p.ts + start <= inject or not p.is_recovery:
                 continue
+            ended = {c for c, ts in done.items() if ts < p.ts + start}
             for fault in faults_at(p, self.scenario.datanode_ids, self.scenario.client_ids,
                                    self.writers()):
-                if fault.target == gone or (isinstance(fault.target, tuple) and gone in fault.target):
+                nodes = set(fault.target) if isinstance(fault.target, tuple) else {fault.target}
+                if gone in nodes or nodes & ended:
                     continue
                 s = Schedule((first, Step(p, fault)), parent=parent.id)
                 by_sig.setdefault(s.steps[1].signature, []).append(s)

@@ -302,3 +302,42 @@ def test_each_worker_draws_ports_from_its_own_slice(monkeypatch):
         slices.append(cluster.PORT_RANGE)
         assert cluster.free_port() in range(*cluster.PORT_RANGE)
     assert slices == [(20000, 26000), (26000, 32000)]
+
+
+def test_depth_two_leaves_out_faults_on_a_client_that_had_ended_its_work(tmp_path):
+    """A second fault at a recovery point that comes after the writer ended its last op
+    (lease recovery of a file its client gave up on) cannot crash or pause that client:
+    its process is gone (such a pause failed the run: "c1 is not running")."""
+    from harness.explore.engine import Explorer
+    base = tmp_path / "base.yaml"
+    base.write_text(SCENARIO)
+    x = Explorer(str(base), str(tmp_path / "out"), 60)
+    run = tmp_path / "run"
+    (run / "events").mkdir(parents=True)
+
+    def write(events):
+        for old in (run / "events").iterdir():
+            old.unlink()
+        for node in {e["node"] for e in events}:
+            with open(run / "events" / f"{node}.jsonl", "w") as f:
+                f.writelines(json.dumps(e) + "\n" for e in events if e["node"] == node)
+
+    recovery = ev(5.0, "nn", "nn.recovery.start", path="/f", block=B1, gs=1, recovery_id=7,
+                  primary="dn1", pipeline=["dn1", "dn2"])
+    events = [ev(1.0, "harness", "harness.node.start", target="nn"),
+              ev(1.1, "nn", "nn.file.create", path="/f", holder="h"),
+              ev(2.0, "harness", "harness.fault.inject", fault="x1", kind="partition"),
+              ev(2.5, "c1", "client.op.end", op_id="w1", op="write", path="/f", ok=False),
+              recovery]
+    write(events)
+    first = Step(next(p for p in points() if p.event == "nn.file.create"),
+                 FaultChoice("partition", ("c1", "nn"), "link:writer->nn",
+                             (("duration", 3.0), ("mode", "reject"))))
+    parent = Schedule((first,))
+    targets = {s.steps[1].fault.target for s in x.depth2(parent, str(run))}
+    assert targets and "dn1" in targets
+    assert not {t for t in targets if t == "c1" or (isinstance(t, tuple) and "c1" in t)}
+    # the same recovery while c1 still works on: the client is a target again
+    write([e for e in events if e["event"] != "client.op.end"])
+    targets = {s.steps[1].fault.target for s in x.depth2(parent, str(run))}
+    assert "c1" in targets
