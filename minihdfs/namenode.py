@@ -1104,6 +1104,11 @@ class NameNode:
                         for info in self.blocks.values():
                             info.replicas.pop(d.id, None)
                             info.corrupt.discard(d.id)
+                        # BlockManager.removeBlocksAssociatedTo: invalidateBlocks.remove(node)
+                        # (a dead node's deletions are dropped, not kept for a node that
+                        # may never heartbeat again: the block report of its return says
+                        # what it holds, and what is stale is invalidated then)
+                        d.invalidate = []
                     elif not d.stale and not d.dead and silent > stale_after:
                         d.stale = True
                         self.emit("nn.dn.stale", dn=d.id, silent=round(silent, 3))

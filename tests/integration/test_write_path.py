@@ -308,14 +308,24 @@ def test_killed_datanode_is_declared_dead_and_its_blocks_re_replicated(make_clus
     data = payload(2 * MiB + 512 * KiB, seed=9)
     write_file(c, "/dead/file", data)
     report = wait_healthy_file(cluster, c, "/dead/file", data)
+    # a second file, to be deleted while the NameNode still counts the victim live: the
+    # deletion is queued for the victim, which never takes it
+    write_file(c, "/dead/gone", data[:100 * KiB])
+    gone = wait_healthy_file(cluster, c, "/dead/gone", data[:100 * KiB])
     holders = [r["dn"] for r in report["blocks"][0]["replicas"]]
-    victim = holders[0]
+    victim = next(d for d in holders if d in [r["dn"] for r in gone["blocks"][0]["replicas"]])
     lost = [b["block"] for b in report["blocks"] if victim in [r["dn"] for r in b["replicas"]]]
     cluster.kill_node(victim)
+    assert c.nn_call("delete", path="/dead/gone", recursive=False)
+    assert wait_for(lambda: events(cluster, "nn", "nn.replica.invalidate", dn=victim), 10,
+                    what=f"a deletion queued for {victim}")
     wait_for(lambda: events(cluster, "nn", "nn.dn.dead", dn=victim), 60,
              what=f"the NameNode to declare {victim} dead")
     dn_report = c.nn_call("getDatanodeReport")
     assert {d["dn"]: d["state"] for d in dn_report}[victim] == "dead"
+    # BlockManager.removeBlocksAssociatedTo: a dead node's queued deletions are dropped
+    # (kept, they left the NameNode with work it could never hand out: no quiescence)
+    assert c.nn_call("getClusterState")["pending"]["invalidate"] == 0
     report = wait_healthy_file(cluster, c, "/dead/file", data, exclude=(victim,), timeout=90)
     for b in report["blocks"]:
         assert victim not in b["locations"] and len(b["locations"]) == 3
