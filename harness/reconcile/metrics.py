@@ -11,7 +11,8 @@ numbers are collected.
   `recovery_latencies_s`;
 - pipeline_recoveries (client.pipeline.recovered), block_recoveries (distinct recovery
   ids started), lease_recoveries (distinct (path, old holder) whose lease was recovered
-  or reassigned), replacements (client.pipeline.replace decision added);
+  or reassigned, for holders that opened a file for writing: not the recovering client
+  that a recovery handed the lease to), replacements (client.pipeline.replace decision added);
 - bytes_written (sum of client.write len) and throughput_mbps: megabytes (10^6 bytes)
   per second, from the first client.stream.open to the last client.close.
 """
@@ -117,12 +118,18 @@ def compute_metrics(runs: RunSet) -> dict[str, dict]:
         per_run.append(runs.of("client.pipeline.replace").filter(F.col("decision") == "added")
                        .groupBy("run_id").agg(F.count(F.lit(1)).alias("replacements")))
     if names & {"nn.lease.recover", "nn.lease.reassign"}:
+        # a writer's lease: one its holder took by create or append. A recovery hands the
+        # lease to the recovering client (HDFS's reassignLease); that client's repeated
+        # recoverLease while the block recovery runs recovers this lease again (Hadoop
+        # logs it), which is the same recovery, not another
+        writers = runs.of("nn.file.create", "nn.file.append").select("run_id", "holder")
         per_run.append(
             runs.of("nn.lease.recover").filter(F.col("result") != "error")
             .select("run_id", "path", "holder")
             .unionByName(runs.of("nn.lease.reassign").select("run_id", "path",
                                                             F.col("old_holder").alias("holder")))
-            .filter(F.col("holder").isNotNull()).distinct()
+            .filter(F.col("holder").isNotNull())
+            .join(writers, ["run_id", "holder"], "left_semi").distinct()
             .groupBy("run_id").agg(F.count(F.lit(1)).alias("lease_recoveries")))
     per_run.append(runs.malformed.groupBy("run_id").agg(F.count(F.lit(1)).alias("malformed_lines")))
     j = runs.runs_df

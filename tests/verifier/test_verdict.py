@@ -157,6 +157,20 @@ def test_metrics(case_verdicts):
     assert h["lease_recovery_s"] is None and h["pipeline_recovery_s"] is None
 
 
+def test_a_repeated_recover_lease_is_one_lease_recovery(spark, tmp_path):
+    """HDFS hands the lease to the client that asked for the recovery (reassignLease);
+    its next recoverLease, while the block recovery runs, recovers that lease again and
+    Hadoop logs it. One writer's lease was recovered: lease_recoveries is 1, not 2."""
+    from builders import C2, lease_recovery
+    from harness.reconcile.api import verify_runs
+    r = lease_recovery("repeat")
+    r.ev(4.9, "nn", "nn.lease.recover", path="/f", holder=C2, requester=None, force=True,
+         result="recovering")
+    verdict, = verify_runs([r.write(str(tmp_path))])
+    assert verdict["metrics"]["lease_recoveries"] == 1
+    assert verdict["metrics"]["block_recoveries"] == 1
+
+
 def test_verdict_json_shape(spark, case_dirs, tmp_path):
     from harness.reconcile.api import verify_runs
     dirs = []
