@@ -428,7 +428,11 @@ def _run_dirs(arguments: Iterable[str]) -> list[str]:
 def cmd_verify(args: argparse.Namespace) -> int:
     run_dirs = _run_dirs(args.run_dirs)
     verify_runs = _function("harness.reconcile.api", "verify_runs", "verify")
-    return _exit_for(verify_runs(run_dirs, args.spark_master))
+    verdicts = verify_runs(run_dirs, args.spark_master)
+    result_line = _function("harness.runner", "result_line", "verify")
+    for run_dir, verdict in zip(run_dirs, verdicts):   # as `run` ends: a line per run
+        print(result_line({"run_dir": run_dir, **verdict}))
+    return _exit_for(verdicts)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

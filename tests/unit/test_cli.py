@@ -3,6 +3,8 @@ modules (the modules that start clusters are replaced by fakes here)."""
 
 from __future__ import annotations
 
+import os
+
 import json
 import subprocess
 import sys
@@ -218,11 +220,15 @@ def test_verify_and_report_call_the_reconciler(capsys, monkeypatch, tmp_path):
     calls = []
     fake_module(monkeypatch, "harness.reconcile.api",
                 verify_runs=lambda dirs, master: calls.append(("verify", dirs, master))
-                or [{"passed": True}, {"passed": False}],
+                or [{"passed": True, "scenario": "s1"},
+                    {"passed": False, "scenario": "s2",
+                     "checks": [{"id": "D2", "status": "fail"}]}],
                 build_suite_report=lambda dirs, out: calls.append(("report", dirs, out))
                 or str(Path(out) / "index.html"))
-    code, _, _ = run(capsys, "verify", *map(str, runs), "--spark-master", "spark://m:7077")
+    code, out, _ = run(capsys, "verify", *map(str, runs), "--spark-master", "spark://m:7077")
     assert code == 1
+    assert out.splitlines() == [f"PASS s1 ({os.path.relpath(runs[0])})",
+                                f"FAIL s2 ({os.path.relpath(runs[1])}) — failed checks D2"]
     code, out, _ = run(capsys, "report", *map(str, runs))
     assert code == 0 and out == f"{tmp_path / 'index.html'}\n"
     assert calls == [("verify", [str(r) for r in runs], "spark://m:7077"),
