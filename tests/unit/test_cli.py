@@ -3,9 +3,8 @@ modules (the modules that start clusters are replaced by fakes here)."""
 
 from __future__ import annotations
 
-import os
-
 import json
+import os
 import subprocess
 import sys
 import types
