@@ -439,6 +439,16 @@ def _(rid):
                          ["dn2", "dn3", "dn4"])
 
 
+@case("P7-setup-cut-by-block-recovery", ("P7", "skip"))
+def _(rid):
+    """A lease recovery of the block being set up stops dn1's writer: dn1 logs ERROR with
+    firstBadLink dn3 (its mirror connection was shut), but its answer never reached the
+    client, which blames dn1, the node it lost (found by the explorer)."""
+    r = setup_failure(rid, PIPE, BAD_LINK, "dn1", ["dn1"], ["dn2", "dn3", "dn4"])
+    r.ev(0.9903, "dn1", "dn.recovery.command", block=1000, recovery_id=1002, pipeline=PIPE)
+    return r
+
+
 # -- L1 one writer ------------------------------------------------------------------------------
 
 @case("L1-two-writers", ("L1", "fail"))
