@@ -14,7 +14,7 @@ from harness.runner import run_scenario
 from harness.scenario import load_scenario
 from harness.systems.hadoop import fetch
 from tests import hadoop_support as hs
-from tests.integration.test_pipeline_positions import _events
+from tests.integration.test_pipeline_positions import _events, pipeline_at_fault
 
 pytestmark = [pytest.mark.integration, pytest.mark.hadoop, pytest.mark.timeout(300)]
 
@@ -29,14 +29,10 @@ def test_c1_pipeline_1_is_the_second_node_of_hadoops_pipeline(tmp_path):
                            system="hadoop", hadoop_version=VERSION)
     assert outcome.status == "completed", outcome.errors
     events = _events(outcome.run_dir)
-    inject = next(e for e in events if e["event"] == "harness.fault.inject"
-                  and e["fault"] == "crash-middle")
+    inject, pipeline = pipeline_at_fault(events, "crash-middle")
     # the pipeline as the DFSClient's own log lines gave it (source: hadoop-log)
-    before = [e for e in events if e["event"] in ("client.pipeline.setup",
-                                                  "client.pipeline.recovered")
-              and e["node"] == "c1" and e["ts"] < inject["ts"]]
-    assert before and before[-1].get("source") == "hadoop-log"
-    pipeline = before[-1]["pipeline"]
+    assert all(e.get("source") == "hadoop-log" for e in events
+               if e["event"] == "client.pipeline.setup")
     assert inject["target"] == pipeline[1]
     assert inject["resolved"] == [f"c1.pipeline[1]={pipeline[1]}"]
     # Hadoop's DataStreamer blamed that node, at index 1, and rebuilt without it

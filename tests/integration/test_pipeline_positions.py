@@ -22,6 +22,18 @@ LIBRARY = os.path.join(ROOT, "scenarios", "dn-crash-middle-in-pipeline.yaml")
 SEED = 7   # the mini-HDFS places block 1 on [dn3, dn1, dn4] with it (dn2 spare)
 
 
+def pipeline_at_fault(events: list[dict], fault: str) -> tuple[dict, list[str]]:
+    """The fault's harness.fault.inject event and c1's pipeline (its newest pipeline
+    event) just before it."""
+    inject = next(e for e in events if e["event"] == "harness.fault.inject"
+                  and e["fault"] == fault)
+    before = [e for e in events if e["event"] in ("client.pipeline.setup",
+                                                  "client.pipeline.recovered")
+              and e["node"] == "c1" and e["ts"] < inject["ts"]]
+    assert before, f"c1 logged no pipeline before {fault}"
+    return inject, before[-1]["pipeline"]
+
+
 def _events(run_dir: str) -> list[dict]:
     out = []
     folder = os.path.join(run_dir, "events")
@@ -39,12 +51,7 @@ def test_the_kill_of_c1_pipeline_1_hits_the_second_node_of_the_live_pipeline(tmp
     assert outcome.status == "completed", outcome.errors
     assert outcome.errors == []
     events = _events(outcome.run_dir)
-    inject = next(e for e in events if e["event"] == "harness.fault.inject"
-                  and e["fault"] == "crash-middle")
-    before = [e for e in events if e["event"] in ("client.pipeline.setup",
-                                                  "client.pipeline.recovered")
-              and e["node"] == "c1" and e["ts"] < inject["ts"]]
-    pipeline = before[-1]["pipeline"]
+    inject, pipeline = pipeline_at_fault(events, "crash-middle")
     assert pipeline[1] != "dn2", f"seed {SEED} no longer separates place from name: {pipeline}"
     # what the harness killed is what was second in c1's pipeline when it fired
     assert inject["target"] == pipeline[1]

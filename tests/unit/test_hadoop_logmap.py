@@ -606,18 +606,22 @@ def _infos(*ports: int) -> str:
 HOSTS4 = {**HOSTS, "127.0.0.1:10040": "dn4"}
 
 
+def _rebuilt(*after: int) -> list[str]:
+    """DataStreamer lines of [dn3, dn2, dn4] losing dn2 and rebuilt on `after` (ports)."""
+    return [
+        _streamer("37:52,264", 1001, "WARN", f"Error Recovery for {BP}:blk_1073741825_1001 in "
+                  f"pipeline [{_infos(10030, 10020, 10040)}]: datanode 1({_infos(10020)}) is bad."),
+        _streamer("37:52,380", 1001, "DEBUG", f"pipeline = [{_infos(*after)}], "
+                  "blk_1073741825_1001"),
+        _streamer("37:52,384", 1002, "DEBUG", "stage=DATA_STREAMING, blk_1073741825_1002"),
+    ]
+
+
 def test_a_new_node_in_the_rebuilt_pipeline_is_an_inferred_replacement():
     """Hadoop logs no successful replacement; a node in the recovered pipeline that the
     failed one lacked came from getAdditionalDatanode (the replace-always run: [dn3, dn2,
     dn4], dn2 killed, rebuilt [dn3, dn4, dn1])."""
-    lines = [
-        _streamer("37:52,264", 1001, "WARN", f"Error Recovery for {BP}:blk_1073741825_1001 in "
-                  f"pipeline [{_infos(10030, 10020, 10040)}]: datanode 1({_infos(10020)}) is bad."),
-        _streamer("37:52,380", 1001, "DEBUG", f"pipeline = [{_infos(10030, 10040, 10010)}], "
-                  "blk_1073741825_1001"),
-        _streamer("37:52,384", 1002, "DEBUG", "stage=DATA_STREAMING, blk_1073741825_1002"),
-    ]
-    evs = strip(map_lines(lines, "client", hosts=HOSTS4))
+    evs = strip(map_lines(_rebuilt(10030, 10040, 10010), "client", hosts=HOSTS4))
     assert [e["event"] for e in evs] == ["client.pipeline.error", "client.pipeline.replace",
                                          "client.pipeline.recovered"]
     assert evs[1] == dict(event="client.pipeline.replace", path="/data/f1", block=1073741825,
@@ -627,14 +631,7 @@ def test_a_new_node_in_the_rebuilt_pipeline_is_an_inferred_replacement():
 
 
 def test_the_survivors_alone_are_no_replacement():
-    lines = [
-        _streamer("37:52,264", 1001, "WARN", f"Error Recovery for {BP}:blk_1073741825_1001 in "
-                  f"pipeline [{_infos(10030, 10020, 10040)}]: datanode 1({_infos(10020)}) is bad."),
-        _streamer("37:52,380", 1001, "DEBUG", f"pipeline = [{_infos(10030, 10040)}], "
-                  "blk_1073741825_1001"),
-        _streamer("37:52,384", 1002, "DEBUG", "stage=DATA_STREAMING, blk_1073741825_1002"),
-    ]
-    assert [e["event"] for e in map_lines(lines, "client", hosts=HOSTS4)] == [
+    assert [e["event"] for e in map_lines(_rebuilt(10030, 10040), "client", hosts=HOSTS4)] == [
         "client.pipeline.error", "client.pipeline.recovered"]
 
 
