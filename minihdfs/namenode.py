@@ -568,13 +568,14 @@ class NameNode:
         return info.id == int(last["block"]) and info.gs == int(last.get("gs", -1))
 
     def rpc_renewLease(self, holder: str) -> bool:
+        """LeaseManager.renewLease: the holder's lease, if it has one, is renewed; a
+        holder without one (its lease was recovered or handed to another client) is not
+        refused, as in HDFS: it learns of the loss at its next addBlock or complete."""
         with self.lock:
             lease = self.leases.get(holder)
-            if lease is None:
-                raise self._reject("renewLease", LeaseExpiredException,
-                                   f"{holder} holds no lease", None, holder)
-            self.leases.renew(lease)
-            self.emit("nn.lease.renew", holder=holder)
+            if lease is not None:
+                self.leases.renew(lease)
+                self.emit("nn.lease.renew", holder=holder)
             return True
 
     def rpc_recoverLease(self, path: str, holder: str) -> bool:
@@ -866,7 +867,11 @@ class NameNode:
             return True
         lease = self._reassign_lease(lease, path, new_holder, inode)
         self._initialize_block_recovery(last)
+        # HDFS's reassignLease renews the new holder's lease (LeaseManager.addLease), also
+        # when a recoverLease comes again from the client that holds it since the first:
+        # logged, since the hard limit counts from here
         self.leases.renew(lease)
+        self.emit("nn.lease.renew", holder=lease.holder)
         return False
 
     def _reassign_lease(self, lease: Lease, path: str, new_holder: str | None,
