@@ -441,11 +441,13 @@ def _(rid):
 
 @case("P7-setup-cut-by-block-recovery", ("P7", "skip"))
 def _(rid):
-    """A lease recovery of the block being set up stops dn1's writer: dn1 logs ERROR with
-    firstBadLink dn3 (its mirror connection was shut), but its answer never reached the
-    client, which blames dn1, the node it lost (found by the explorer)."""
+    """A lease recovery of the block being set up stops dn1's writer (the primary's
+    initReplicaRecovery): dn1 logs ERROR with firstBadLink dn3 (its mirror connection was
+    shut), but its answer never reached the client, which blames dn1, the node it lost
+    (found by the explorer)."""
     r = setup_failure(rid, PIPE, BAD_LINK, "dn1", ["dn1"], ["dn2", "dn3", "dn4"])
-    r.ev(0.9903, "dn1", "dn.recovery.command", block=1000, recovery_id=1002, pipeline=PIPE)
+    r.ev(0.9901, "nn", "nn.recovery.start", path="/f", block=1000, gs=1000, recovery_id=1002,
+         primary="dn2", pipeline=PIPE)
     return r
 
 

@@ -395,8 +395,8 @@ def check_p7(runs: RunSet) -> Outcome:
     logged the setup (the client could not connect), otherwise the first node's
     `first_bad_link` (the first node itself when it failed with none). The NameNode's next
     allocation for the file excludes that node (`excluded`, when logged) and does not
-    place it. A setup the first node reports as SUCCESS failed elsewhere, and one that a
-    block recovery of the block cut on the first node never answered: not judged."""
+    place it. A setup the first node reports as SUCCESS failed elsewhere, and one of a
+    block whose recovery had started may have been cut by it: not judged."""
     errs = base(runs.of("client.pipeline.error"), "path", "block", "gs", "stage", "pipeline",
                 "bad_node").filter((F.col("stage") == _NEW_BLOCK_SETUP)
                                    & F.col("block").isNotNull() & (F.size("pipeline") > 0))
@@ -417,16 +417,15 @@ def check_p7(runs: RunSet) -> Outcome:
     fbl = F.when(F.col("d_fbl") != "", F.col("d_fbl"))
     j = j.withColumn("named", F.when(F.col("_t").isNull(), F.col("first"))
                      .when(~ok, F.coalesce(fbl, F.col("first"))))
-    # a setup whose first node got a block recovery of that block meanwhile (a lease
-    # recovery of the block just allocated) was cut by the recovery stopping the writer:
-    # its answer (firstBadLink) never reached the client, which can only blame the node
-    # it lost; not a blame to judge
-    rec = runs.of("dn.recovery.command", "dn.recovery.init_replica").select(
-        F.col("run_id").alias("_rr"), F.col("node").alias("_rn"), F.col("block").alias("_rb"),
-        F.col("ts").alias("_rt"))
+    # a setup of a block whose recovery had started (a lease recovery of the block just
+    # allocated) may be cut by it: the recovery's initReplicaRecovery stops the writers
+    # of the block, the first node's among them, and then its answer (firstBadLink) never
+    # reaches the client, which can only blame the node it lost; not a blame to judge
+    rec = runs.of("nn.recovery.start").select(
+        F.col("run_id").alias("_rr"), F.col("block").alias("_rb"), F.col("ts").alias("_rt"))
     judged = j.filter(F.col("named").isNotNull()).join(
-        rec, (j["run_id"] == rec["_rr"]) & (j["first"] == rec["_rn"])
-        & (j["block"] == rec["_rb"]) & (rec["_rt"] <= j["ts"] + LOG_SLACK_S), "left_anti")
+        rec, (j["run_id"] == rec["_rr"]) & (j["block"] == rec["_rb"])
+        & (rec["_rt"] <= j["ts"] + LOG_SLACK_S), "left_anti")
     alloc = base(runs.of("nn.block.allocate"), "path", "block", "pipeline", "excluded") \
         .withColumnRenamed("pipeline", "a_pipeline")
     nxt = first_after(judged, alloc.select("run_id", "path", "ts", "eid", "block",
