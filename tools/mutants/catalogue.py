@@ -142,8 +142,8 @@ MUTANTS: tuple[Mutant, ...] = (
         rule="renewLease records the renewal (the lease's last update moves)",
         seed="seed 000 renewLease",
         file="minihdfs/namenode.py",
-        original='self.leases.renew(lease)\n            self.emit("nn.lease.renew"',
-        replacement='self.emit("nn.lease.renew"',
+        original='self.leases.renew(lease)\n                self.emit("nn.lease.renew", holder=holder)',
+        replacement='self.emit("nn.lease.renew", holder=holder)',
         scenarios=("second-writer-before-soft-limit",), checks=("L2",)),
     Mutant(
         name="stale-replica-kept",
