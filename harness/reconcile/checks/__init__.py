@@ -235,7 +235,8 @@ _views = itertools.count()
 
 
 def _result_rows(runs: RunSet, check: Check):
-    """One DataFrame of what the verdict needs from `check`: a row per exercised run
+    """(DataFrame, the temporary views to drop once it is collected): what the verdict
+    needs from `check`: a row per exercised run
     (kind 0) and the first MAX_EVIDENCE violations per failing run (kind 1), with their
     count. One SQL statement over the outcome's two DataFrames as temporary views: Spark
     analyses a DataFrame's whole plan again at every call that extends it, and a check's
@@ -260,6 +261,7 @@ def _result_rows(runs: RunSet, check: Check):
 
 
 def _drop_views(runs: RunSet, views) -> None:
+    """Drop the temporary views _result_rows made (a failed drop only leaves a name)."""
     for name in views:
         try:
             runs.spark.catalog.dropTempView(name)
