@@ -867,11 +867,7 @@ class NameNode:
             return True
         lease = self._reassign_lease(lease, path, new_holder, inode)
         self._initialize_block_recovery(last)
-        # HDFS's reassignLease renews the new holder's lease (LeaseManager.addLease), also
-        # when a recoverLease comes again from the client that holds it since the first:
-        # logged, since the hard limit counts from here
         self.leases.renew(lease)
-        self.emit("nn.lease.renew", holder=lease.holder)
         return False
 
     def _reassign_lease(self, lease: Lease, path: str, new_holder: str | None,
