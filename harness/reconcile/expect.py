@@ -22,7 +22,7 @@ import dataclasses
 import re
 from typing import Any
 
-from pyspark.sql import functions as F, types as T
+from pyspark.sql import functions as F
 
 from minihdfs.config import ConfigError, parse_duration, parse_size
 from .checks import CHECK_IDS, CheckResult

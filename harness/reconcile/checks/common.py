@@ -13,7 +13,7 @@ import dataclasses
 
 from pyspark.sql import Column, DataFrame, Window, functions as F
 
-from ..load import NAMENODE_HOLDER, RunSet
+from ..load import RunSet
 
 INF = float("inf")
 # Tolerance for timestamps of two events that the same process logs around one decision
