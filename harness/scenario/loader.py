@@ -135,8 +135,8 @@ def _flow_position_hint(e: yaml.MarkedYAMLError, text: str) -> str:
     mark = e.problem_mark
     if mark is None or "got '['" not in str(e.problem):
         return ""
-    line = text.splitlines()[mark.line] if mark.line < len(text.splitlines()) else ""
-    if ".pipeline[" not in line:
+    lines = text.splitlines()
+    if mark.line >= len(lines) or ".pipeline[" not in lines[mark.line]:
         return ""
     return ("; inside [...] write a pipeline position as c1.pipeline.0 (or quote it: "
             "'c1.pipeline[0]')")
