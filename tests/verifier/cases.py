@@ -525,6 +525,44 @@ def _(rid):
     return crashed_writer(rid, recover_at=6.2, expired_at=3.0)
 
 
+def recovering_holder(rid: str, repeat_result: str) -> Run:
+    """c1 crashes holding /f; c2 calls recoverLease at 1.5 s and is handed the lease, but
+    the block recovery never ends (its DataNodes are paused), so c2 calls again every
+    second until the run ends at 13 s (hard limit 5 s). Each repeated call that answers
+    `recovering` renews c2's lease (HDFS's reassignLease to the same holder -> addLease);
+    one that answers with an error does not. Renewed, the lease never outlives the hard
+    limit: L3 has nothing to judge (skip), where it read an unrenewed lease (fail)."""
+    r = Run(rid, {"lease.soft-limit": "1s", "lease.hard-limit": "5s",
+                  "dfs.namenode.lease-recheck-interval-ms": 500})
+    start(r)
+    open_create(r, 1.0)
+    write(r, 1.1, 0, 512)
+    r.ev(1.2, "harness", "harness.node.kill", target="c1")
+    r.ev(1.5, "nn", "nn.lease.reassign", path="/f", old_holder=C1, holder=C2)
+    r.ev(1.501, "nn", "nn.lease.recover", path="/f", holder=C1, requester=C2, force=True,
+         result="recovering")
+    for i in range(11):
+        t = 2.5 + i
+        if repeat_result == "recovering":
+            r.ev(t, "nn", "nn.lease.recover", path="/f", holder=C2, requester=C2, force=True,
+                 result="recovering")
+        else:
+            r.ev(t, "nn", "nn.lease.recover", path="/f", holder=C2, requester=C2, force=True,
+                 result="error", error="RecoveryInProgressException")
+    end(r, 13.0)
+    return r
+
+
+@case("L3-recovering-holder-renews-by-recover-lease", ("L3", "skip"))
+def _(rid):
+    return recovering_holder(rid, "recovering")
+
+
+@case("L3-recovering-holder-refused", ("L3", "fail"))
+def _(rid):
+    return recovering_holder(rid, "error")
+
+
 # -- L4 closed in the end -----------------------------------------------------------------------
 
 @case("L4-left-open", ("L4", "fail"))

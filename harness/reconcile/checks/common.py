@@ -270,10 +270,25 @@ def namenode_starts(runs: RunSet) -> DataFrame:
     return runs.memo("nn_starts", lambda: runs.of("nn.start").select("run_id", "ts"))
 
 
-def last_renewal(runs: RunSet, df: DataFrame, holder_col: str = "holder") -> DataFrame:
+def recovery_renewals(runs: RunSet) -> DataFrame:
+    """run_id, holder, ts, eid, event: the renewals inside lease recovery. A recovery that
+    does not close the file (internalReleaseLease, result `recovering`) renews the lease it
+    leaves behind: the requester's after recoverLease (reassigned to it, or already its own
+    when it calls again), the old holder's after a soft-limit takeover by create/append
+    (HDFS renews it so that recovery does not start again at once). No nn.lease.renew is
+    logged for these: it would read as the holder's own renewal (L2, L6)."""
+    return (runs.of("nn.lease.recover").filter(F.col("result") == "recovering")
+            .select("run_id", F.when(F.coalesce(F.col("force"), F.lit(False)), F.col("requester"))
+                    .otherwise(F.col("holder")).alias("holder"), "ts", "eid", "event")
+            .filter(F.col("holder").isNotNull()))
+
+
+def last_renewal(runs: RunSet, df: DataFrame, holder_col: str = "holder",
+                 renewals: DataFrame | None = None) -> DataFrame:
     """Adds `last_renew`: the latest renewal of the row's holder before its ts (a
-    NameNode start counts: restored leases start fresh), null if none."""
-    r = holder_renewals(runs).select(F.col("run_id").alias("_r"), F.col("holder").alias("_h"),
+    NameNode start counts: restored leases start fresh), null if none. `renewals`
+    (run_id, holder, ts) replaces holder_renewals."""
+    r = (renewals if renewals is not None else holder_renewals(runs)).select(F.col("run_id").alias("_r"), F.col("holder").alias("_h"),
                                      F.col("ts").alias("_t"))
     j = df.join(r, (df["run_id"] == r["_r"]) & (df[holder_col] == r["_h"]) & (r["_t"] < df["ts"]),
                 "left").groupBy("eid").agg(F.max("_t").alias("_lr"))

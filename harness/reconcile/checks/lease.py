@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame, Window, functions as F
 from ..load import NAMENODE_HOLDER, RunSet
 from .common import (LOG_SLACK_S, Outcome, assign_stream, base, client_streams,
                      fault_windows, lease_changes, lease_intervals, last_renewal, node_deaths,
-                     runs_of, touches, union_all, violation, with_conf)
+                     recovery_renewals, runs_of, touches, union_all, violation, with_conf)
 
 # The monitor acts on a lease in its first pass after the hard limit; on top of the
 # spec's "+ 2 monitor intervals" allow for scheduling on a loaded machine.
@@ -80,7 +80,11 @@ def check_l3(runs: RunSet) -> Outcome:
     lease (nn.lease.expired limit=hard) that is younger than the hard limit."""
     iv = lease_intervals(runs).filter(F.col("holder") != NAMENODE_HOLDER) \
         .withColumn("ikey", F.col("s_eid"))
-    ren = runs.of("nn.lease.renew", "nn.lease.add", "nn.lease.reassign") \
+    # the NameNode's renewals: the holder's own, and those inside a lease recovery that
+    # leaves the file open (a recovering client that calls recoverLease again renews its
+    # lease; HDFS's reassignLease -> addLease)
+    ren = union_all([runs.of("nn.lease.renew", "nn.lease.add", "nn.lease.reassign")
+                     .select("run_id", "holder", "ts", "eid", "event"), recovery_renewals(runs)]) \
         .select("run_id", "holder", "ts", "eid", "event", F.lit("renew").alias("kind"))
     r = ren.select(F.col("run_id").alias("_r"), F.col("holder").alias("_h"),
                    F.col("ts").alias("p_ts"), F.col("eid").alias("p_eid"),
@@ -120,7 +124,7 @@ def check_l3(runs: RunSet) -> Outcome:
     long_gaps = renew_gaps.filter(F.col("next_ts") - F.col("p_ts") > F.col("hard_limit"))
     exp = with_conf(runs, base(runs.of("nn.lease.expired"), "holder", "limit")
                     .filter(F.col("limit") == "hard"))
-    exp = last_renewal(runs, exp)
+    exp = last_renewal(runs, exp, renewals=ren)
     early = exp.filter(F.col("last_renew").isNotNull()
                        & (F.col("ts") - F.col("last_renew") < F.col("hard_limit") - LOG_SLACK_S))
     early_v = violation(
