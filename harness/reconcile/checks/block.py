@@ -6,7 +6,7 @@ COMPLETE only once enough FINALIZED replicas were reported."""
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window, functions as F
+from pyspark.sql import DataFrame, Window, functions as F
 
 from ..load import RunSet
 from .common import Outcome, base, runs_of, union_all, violation, with_conf
@@ -62,50 +62,54 @@ def check_b1(runs: RunSet) -> Outcome:
                                           "known_locations"))
 
 
-def _lens(arr: Column) -> Column:
-    return F.transform(arr, lambda a: a["len"])
-
-
-def sync_rule(answers: Column, new_len: Column, start_gs: Column, keep_empty: bool):
-    """(rule, len) that syncBlock must choose for these answers (MINIHDFS.md section 3).
+def sync_rule_stages(prefix: str, keep_empty: bool) -> list[list[str]]:
+    """The rule, length and participants that syncBlock must choose for a row's
+    `answers` (MINIHDFS.md section 3), as SQL select lists to apply one after the other
+    (each adds columns named `<prefix>_...`; the last adds `<prefix>_rule`, `_len`,
+    `_participants` and `_inconsistent`). Columns read: answers, new_len, start_gs.
 
     The best original state wins (FINALIZED > RBW > RWR): FINALIZED -> the finalized
     length; RBW -> min length of the RBW replicas; RWR -> min length of the RWR replicas;
     truncate -> the requested length; no data at all -> remove. Answers older than the
     block's GS never take part. Hadoop (BlockRecoveryWorker) also leaves zero-length
     replicas out; `keep_empty=True` is the literal reading that keeps them.
-    """
-    def usable(a):
-        ok = a["len"].isNotNull() & (start_gs.isNull() | a["gs"].isNull() | (a["gs"] >= start_gs))
-        return ok if keep_empty else ok & (a["len"] > 0)
-    cand = F.filter(answers, usable)
-    fin = F.filter(cand, lambda a: a["state"] == "FINALIZED")
-    rbw = F.filter(cand, lambda a: a["state"] == "RBW")
-    rwr = F.filter(cand, lambda a: a["state"] == "RWR")
-    has_data = F.exists(cand, lambda a: a["len"] > 0)
-    rule = (F.when(new_len.isNotNull(), F.lit("truncate"))
-            .when(~F.coalesce(has_data, F.lit(False)), F.lit("remove"))
-            .when(F.size(fin) > 0, F.lit("finalized"))
-            .when(F.size(rbw) > 0, F.lit("min_rbw"))
-            .when(F.size(rwr) > 0, F.lit("min_rwr"))
-            .otherwise(F.lit("remove")))
-    length = (F.when(rule == "truncate", new_len)
-              .when(rule == "remove", F.lit(0).cast("long"))
-              .when(rule == "finalized", F.array_min(_lens(fin)))
-              .when(rule == "min_rbw", F.array_min(_lens(rbw)))
-              .when(rule == "min_rwr", F.array_min(_lens(rwr))))
-    inconsistent = F.size(F.array_distinct(_lens(fin))) > 1
-    # who takes part (BlockRecoveryWorker.syncBlock): FINALIZED -> the FINALIZED answers
-    # and the RBW ones of exactly the finalized length; RBW / RWR -> the answers in that
-    # state; truncate -> every usable answer that holds the new length; remove -> nobody
-    names = lambda arr: F.array_sort(F.transform(arr, lambda a: a["dn"]))  # noqa: E731
-    parts = (F.when(rule == "truncate", names(F.filter(cand, lambda a: a["len"] >= new_len)))
-             .when(rule == "finalized", names(F.filter(
-                 cand, lambda a: (a["state"] == "FINALIZED")
-                 | ((a["state"] == "RBW") & (a["len"] == F.array_min(_lens(fin)))))))
-             .when(rule == "min_rbw", names(rbw))
-             .when(rule == "min_rwr", names(rwr)))
-    return rule, length, inconsistent, parts
+
+    In stages, each naming what the next reads: written as one expression, the rule is
+    copied into the length and the participants and every state filter into the rule,
+    and Spark took about a second to plan the table."""
+    p = prefix
+    usable = "a.len IS NOT NULL AND (start_gs IS NULL OR a.gs IS NULL OR a.gs >= start_gs)"
+    if not keep_empty:
+        usable += " AND a.len > 0"
+    lens = lambda arr: f"transform({arr}, a -> a.len)"  # noqa: E731
+    names = lambda arr: f"array_sort(transform({arr}, a -> a.dn))"  # noqa: E731
+    return [
+        [f"filter(answers, a -> {usable}) AS {p}_cand"],
+        [f"filter({p}_cand, a -> a.state = 'FINALIZED') AS {p}_fin",
+         f"filter({p}_cand, a -> a.state = 'RBW') AS {p}_rbw",
+         f"filter({p}_cand, a -> a.state = 'RWR') AS {p}_rwr",
+         f"coalesce(exists({p}_cand, a -> a.len > 0), false) AS {p}_has_data"],
+        [f"""CASE WHEN new_len IS NOT NULL THEN 'truncate'
+                  WHEN NOT {p}_has_data THEN 'remove'
+                  WHEN size({p}_fin) > 0 THEN 'finalized'
+                  WHEN size({p}_rbw) > 0 THEN 'min_rbw'
+                  WHEN size({p}_rwr) > 0 THEN 'min_rwr'
+                  ELSE 'remove' END AS {p}_rule""",
+         f"array_min({lens(f'{p}_fin')}) AS {p}_fin_len",
+         f"size(array_distinct({lens(f'{p}_fin')})) > 1 AS {p}_inconsistent"],
+        # who takes part (BlockRecoveryWorker.syncBlock): FINALIZED -> the FINALIZED
+        # answers and the RBW ones of exactly the finalized length; RBW / RWR -> the
+        # answers in that state; truncate -> every usable answer that holds the new
+        # length; remove -> nobody
+        [f"""CASE {p}_rule WHEN 'truncate' THEN new_len WHEN 'remove' THEN CAST(0 AS BIGINT)
+                  WHEN 'finalized' THEN {p}_fin_len WHEN 'min_rbw' THEN array_min({lens(f'{p}_rbw')})
+                  WHEN 'min_rwr' THEN array_min({lens(f'{p}_rwr')}) END AS {p}_len""",
+         f"""CASE {p}_rule
+                  WHEN 'truncate' THEN {names(f'filter({p}_cand, a -> a.len >= new_len)')}
+                  WHEN 'finalized' THEN {names(f"filter({p}_cand, a -> a.state = 'FINALIZED' OR (a.state = 'RBW' AND a.len = {p}_fin_len))")}
+                  WHEN 'min_rbw' THEN {names(f'{p}_rbw')}
+                  WHEN 'min_rwr' THEN {names(f'{p}_rwr')} END AS {p}_participants"""],
+    ]
 
 
 def _syncs(runs: RunSet) -> DataFrame:
@@ -117,15 +121,11 @@ def _syncs(runs: RunSet) -> DataFrame:
                       F.col("path").alias("start_path"))
               .dropDuplicates(["run_id", "block", "recovery_id"]))
         j = sync.join(st, ["run_id", "block", "recovery_id"], "left")
-        r_h, l_h, inc, p_h = sync_rule(F.col("answers"), F.col("new_len"), F.col("start_gs"),
-                                       False)
-        r_l, l_l, _, p_l = sync_rule(F.col("answers"), F.col("new_len"), F.col("start_gs"),
-                                     True)
-        return (j.withColumn("exp_rule", r_h).withColumn("exp_len", l_h)
-                .withColumn("exp_participants", p_h)
-                .withColumn("alt_rule", r_l).withColumn("alt_len", l_l)
-                .withColumn("alt_participants", p_l)
-                .withColumn("fin_inconsistent", inc))
+        # exp: Hadoop's reading (empty replicas left out); alt: the literal one
+        for exp_stage, alt_stage in zip(sync_rule_stages("exp", False),
+                                        sync_rule_stages("alt", True)):
+            j = j.selectExpr("*", *exp_stage, *alt_stage)
+        return j.withColumnRenamed("exp_inconsistent", "fin_inconsistent")
     return runs.memo("syncs", build)
 
 
