@@ -51,32 +51,54 @@ def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
     wanted_ops = [(rid, str(o)) for rid, info in runs.runs.items()
                   for o in ((info.expect.get("workload") or {}) if isinstance(info.expect.get("workload"), dict) else {})]
     facts = {rid: RunFacts({}, {}, {}, set(), {}) for rid in runs.runs}
+    # every fact in one query (a Spark job costs a tenth of a second or more to plan and
+    # schedule): rows tagged with their kind, the other columns null
+    parts = []
     if wanted_paths:
         paths = spark.createDataFrame(wanted_paths, "run_id string, path string")
-        for r in runs.fs_files.join(paths, ["run_id", "path"], "left_semi").select(
-                "run_id", "path", "closed", "len").collect():
-            facts[r["run_id"]].files[r["path"]] = {"closed": r["closed"], "len": r["len"]}
-        for r in runs.fs_readback.join(paths, ["run_id", "path"], "left_semi").collect():
-            facts[r["run_id"]].readback[r["path"]] = {"len": r["len"], "crc": r["crc"]}
+        parts.append(runs.fs_files.join(paths, ["run_id", "path"], "left_semi").select(
+            F.lit("file").alias("kind"), "run_id", F.col("path").alias("key"), "closed",
+            F.col("len").cast("long").alias("len")))
+        parts.append(runs.fs_readback.join(paths, ["run_id", "path"], "left_semi").select(
+            F.lit("readback").alias("kind"), "run_id", F.col("path").alias("key"),
+            F.col("len").cast("long").alias("len"), F.col("crc").cast("long").alias("crc")))
         # the queries below only where the runs logged their events at all
         names = runs.event_names
         if "client.hflush" in names:
-            for r in (runs.of("client.hflush").join(paths, ["run_id", "path"], "left_semi")
-                      .groupBy("run_id", "path").agg(F.max("offset").alias("o")).collect()):
-                facts[r["run_id"]].hflushed[r["path"]] = int(r["o"])
+            parts.append(runs.of("client.hflush").join(paths, ["run_id", "path"], "left_semi")
+                         .groupBy("run_id", "path").agg(F.max("offset").cast("long").alias("len"))
+                         .select(F.lit("hflushed").alias("kind"), "run_id",
+                                 F.col("path").alias("key"), "len"))
         rec = (runs.of("nn.lease.recover").filter(F.col("result").isin("closed", "recovering"))
                .unionByName(runs.of("nn.lease.reassign"))
                .unionByName(runs.of("nn.file.close").filter(
                    F.col("reason").isin("lease_recovery", "block_recovery")))
                .select("run_id", "path").join(paths, ["run_id", "path"], "left_semi").distinct())
-        for r in rec.collect():
-            facts[r["run_id"]].lease_recovered.add(r["path"])
+        parts.append(rec.select(F.lit("recovered").alias("kind"), "run_id",
+                                F.col("path").alias("key")))
     if wanted_ops:
         ops = spark.createDataFrame(wanted_ops, "run_id string, op_id string")
-        ends = (runs.of("client.op.end").join(ops, ["run_id", "op_id"], "left_semi")
-                .select("run_id", "op_id", "ok", "error", "ts").collect())
-        for r in sorted(ends, key=lambda r: r["ts"]):
-            facts[r["run_id"]].ops[r["op_id"]] = {"ok": r["ok"], "error": r["error"]}
+        parts.append(runs.of("client.op.end").join(ops, ["run_id", "op_id"], "left_semi")
+                     .select(F.lit("op").alias("kind"), "run_id", F.col("op_id").alias("key"),
+                             "ok", "error", "ts"))
+    if not parts:
+        return facts
+    rows = parts[0]
+    for df in parts[1:]:
+        rows = rows.unionByName(df, allowMissingColumns=True)
+    got = [r.asDict() for r in rows.collect()]   # a column no part has is absent
+    for r in sorted(got, key=lambda r: (r.get("ts") is not None, r.get("ts") or 0)):
+        f, kind, key = facts[r["run_id"]], r["kind"], r["key"]
+        if kind == "file":
+            f.files[key] = {"closed": r["closed"], "len": r["len"]}
+        elif kind == "readback":
+            f.readback[key] = {"len": r["len"], "crc": r["crc"]}
+        elif kind == "hflushed":
+            f.hflushed[key] = int(r["len"])
+        elif kind == "recovered":
+            f.lease_recovered.add(key)
+        else:   # the last end of an operation (by time) is its result
+            f.ops[key] = {"ok": r["ok"], "error": r["error"]}
     return facts
 
 

@@ -30,6 +30,9 @@ METRIC_NAMES = ["lease_recovery_s", "pipeline_recovery_s", "block_recovery_s",
                 "bytes_written", "throughput_mbps"]
 
 
+LATENCY_KINDS = ("pipeline", "lease", "block")
+
+
 def pipeline_latencies(runs: RunSet) -> DataFrame:
     """run_id, fault, kind, ts, latency: fault injection to the pipeline recovery it caused."""
     faults = (runs.of("harness.fault.inject").filter(F.coalesce(F.col("kind"), F.lit("")) != "heal")
@@ -86,12 +89,10 @@ def _a_client_died(runs: RunSet) -> bool:
     of which kill or cut DataNodes."""
     if not runs.event_names & {"harness.node.kill", "harness.fault.inject"}:
         return False
-    clients = {(r["run_id"], r["node"]) for r in
-               runs.node_facts.filter(F.col("role") == "client").select("run_id", "node").collect()}
-    deaths = {(r["run_id"], r["target"]) for r in
-              node_deaths(runs).filter(F.col("event") != "harness.node.stop")
-              .select("run_id", "target").collect()}
-    return bool(clients & deaths)
+    clients = runs.node_facts.filter(F.col("role") == "client").select(
+        "run_id", F.col("node").alias("target"))
+    deaths = node_deaths(runs).filter(F.col("event") != "harness.node.stop")
+    return bool(deaths.join(clients, ["run_id", "target"], "left_semi").limit(1).collect())
 
 
 def compute_metrics(runs: RunSet) -> dict[str, dict]:
@@ -109,11 +110,10 @@ def compute_metrics(runs: RunSet) -> dict[str, dict]:
     if {"nn.recovery.start", "nn.recovery.commit"} <= names:
         parts.append(block_latencies(runs).select("run_id", F.lit("block").alias("kind"),
                                                   "latency"))
-    lat_rows = []
-    if parts:
-        lat_rows = (union_all(parts).groupBy("run_id", "kind")
-                    .agg(F.sort_array(F.collect_list(F.round("latency", 6))).alias("values"))
-                    .collect())
+    lat = None
+    if parts:   # one column per kind: run_id, pipeline, lease, block (lists of latencies)
+        lat = (union_all(parts).groupBy("run_id").pivot("kind", list(LATENCY_KINDS))
+               .agg(F.sort_array(F.collect_list(F.round("latency", 6)))))
     # per-event totals come from the one pass RunSet.event_stats already made
     st = runs.event_stats
     ev = F.col("event")
@@ -145,10 +145,12 @@ def compute_metrics(runs: RunSet) -> dict[str, dict]:
             .join(writers, ["run_id", "holder"], "left_semi").distinct()
             .groupBy("run_id").agg(F.count(F.lit(1)).alias("lease_recoveries")))
     per_run.append(runs.malformed.groupBy("run_id").agg(F.count(F.lit(1)).alias("malformed_lines")))
+    if lat is not None:
+        per_run.append(lat.select("run_id", *[F.col(k).alias(f"lat_{k}") for k in LATENCY_KINDS]))
     j = runs.runs_df
     for df in per_run:
         j = j.join(df, "run_id", "left")
-    rows = [r.asDict() for r in j.collect()]
+    rows = [r.asDict() for r in j.collect()]   # one query for every metric
     out: dict[str, dict] = {}
     for r in rows:
         span = (r["w_end"] - r["w_start"]) if r["w_end"] is not None and r["w_start"] is not None else None
@@ -164,11 +166,8 @@ def compute_metrics(runs: RunSet) -> dict[str, dict]:
             "malformed_lines": int(r["malformed_lines"] or 0),
             "recovery_latencies_s": {"pipeline": [], "lease": [], "block": []},
         }
-    for r in lat_rows:
-        m = out.get(r["run_id"])
-        if m is None:
-            continue
-        values = [float(v) for v in r["values"]]
-        m["recovery_latencies_s"][r["kind"]] = values
-        m[f"{r['kind']}_recovery_s"] = round(max(values), 3) if values else None
+        for kind in LATENCY_KINDS:
+            values = [float(v) for v in (r.get(f"lat_{kind}") or [])]
+            out[r["run_id"]]["recovery_latencies_s"][kind] = values
+            out[r["run_id"]][f"{kind}_recovery_s"] = round(max(values), 3) if values else None
     return out
