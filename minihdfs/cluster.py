@@ -46,7 +46,9 @@ def free_port(host: str = "127.0.0.1") -> int:
     """A port free now, from below the kernel's ephemeral range: a port from bind(0)
     could be taken by any outgoing connection before our node binds it. A port is
     handed out once per process, so two nodes never get the same one before binding."""
-    if len(_HANDED_OUT) > 8000:   # a long session: ports of clusters long gone come back
+    # a long session: ports of clusters long gone come back (before the range is used
+    # up: an explorer worker's range is a slice of a few thousand ports)
+    if len(_HANDED_OUT) > (PORT_RANGE[1] - PORT_RANGE[0]) * 2 // 3:
         _HANDED_OUT.clear()
     for _ in range(200):
         port = _PORTS.randrange(*PORT_RANGE)

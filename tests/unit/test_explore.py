@@ -289,11 +289,13 @@ def test_time_split_reads_the_phases_of_a_run(tmp_path):
                                          "quiescence": 1.5, "stop": 0.5}
 
 
-def test_each_worker_draws_ports_from_its_own_slice(monkeypatch):
+def test_each_worker_draws_ports_from_its_own_slice(monkeypatch, tmp_path):
     import multiprocessing
 
+    from harness.explore import engine
     from harness.explore.engine import _init_worker
     from minihdfs import cluster
+    monkeypatch.setattr(engine, "PORT_SLOTS_DIR", str(tmp_path))
     counter = multiprocessing.get_context("spawn").Value("i", 0)
     slices = []
     for _ in range(2):
@@ -301,7 +303,60 @@ def test_each_worker_draws_ports_from_its_own_slice(monkeypatch):
         _init_worker(counter, 2)
         slices.append(cluster.PORT_RANGE)
         assert cluster.free_port() in range(*cluster.PORT_RANGE)
-    assert slices == [(20000, 26000), (26000, 32000)]
+    # one process here: its second claim takes the next slot (and lets the first go)
+    assert slices == [(20000, 21500), (21500, 23000)]
+
+
+def test_every_slot_taken_falls_back_to_the_explorers_own_slices(monkeypatch, tmp_path):
+    import fcntl
+    import multiprocessing
+
+    from harness.explore import engine
+    from minihdfs import cluster
+    monkeypatch.setattr(engine, "PORT_SLOTS_DIR", str(tmp_path))
+    monkeypatch.setattr(engine, "PORT_SLOTS", 1)
+    held = open(tmp_path / "slot-0.lock", "w")     # another process's slot, as far as
+    try:                                            # flock can tell (another open file)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        monkeypatch.setattr(cluster, "PORT_RANGE", (20000, 32000))
+        counter = multiprocessing.get_context("spawn").Value("i", 1)
+        engine._init_worker(counter, 2)
+        assert cluster.PORT_RANGE == (26000, 32000)
+    finally:
+        held.close()
+
+
+def _hold_a_slot(directory, got):
+    import time
+
+    from harness.explore import engine
+    got.put(engine.claim_port_slot(directory=directory))
+    time.sleep(60)     # killed by the test
+
+
+def test_concurrent_explorers_claim_different_slots_until_one_exits(tmp_path):
+    """Two processes (two explorers' workers) never share a slot; a slot whose holder
+    exited is free again, also when it died without cleaning up."""
+    import multiprocessing
+
+    from harness.explore import engine
+    ctx = multiprocessing.get_context("spawn")
+    got = ctx.Queue()
+    procs = [ctx.Process(target=_hold_a_slot, args=(str(tmp_path), got)) for _ in range(2)]
+    try:
+        for p in procs:
+            p.start()
+        slots = sorted(got.get(timeout=60) for _ in procs)
+        assert slots == [0, 1]
+        procs[0].kill()           # no cleanup: the kernel drops the lock with the process
+        procs[0].join(30)
+        mine = engine.claim_port_slot(directory=str(tmp_path))
+        assert mine in slots and mine != engine.claim_port_slot(slots=0,
+                                                                 directory=str(tmp_path))
+    finally:
+        for p in procs:
+            p.kill()
+            p.join(30)
 
 
 def test_depth_two_leaves_out_faults_on_a_client_that_had_ended_its_work(tmp_path):
