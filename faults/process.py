@@ -133,15 +133,27 @@ class NodeFault(Fault):
 
 class Kill(NodeFault):
     """Kills the node (SIGKILL). Heal starts it again with its storage kept, so the
-    cluster is whole when the run ends; use CrashClient for a client that stays dead."""
+    cluster is whole when the run ends; use CrashClient for a client that stays dead.
+    With `stay_down` heal does nothing: a DataNode lost for good, which the NameNode
+    must declare dead and do without (its queued commands dropped, its blocks
+    re-replicated)."""
 
     kind = "kill"
+
+    def __init__(self, node: str, *, stay_down: bool = False, **kw: Any):
+        super().__init__(node, **kw)
+        self.stay_down = stay_down
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"stay_down": True} if self.stay_down else {}
 
     def _apply(self) -> None:
         self._do("kill")
 
     def _undo(self) -> None:
-        self._do("start")
+        if not self.stay_down:
+            self._do("start")
 
 
 class CrashClient(NodeFault):

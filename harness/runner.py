@@ -361,7 +361,7 @@ class Run:
             return faults.Slicer(spec.links, spec.average_size, spec.size_variation,
                                  spec.delay, **net)
         if kind == "kill":
-            return faults.Kill(spec.target, **ctl)
+            return faults.Kill(spec.target, stay_down=spec.stay_down, **ctl)
         if kind == "restart":
             return faults.Restart(spec.target, spec.down, **ctl)
         if kind == "pause":

@@ -400,6 +400,28 @@ class Kill(Fault):
     kind: ClassVar[str] = "kill"
     target: str = spec(NodeRef(ANY_NODE, "kill needs a node", positions=True),
                        _NODE_OR_POSITION, required=True)
+    stay_down: bool = spec(Bool(), "a DataNode not started again when the run heals its "
+                                   "faults: the NameNode must declare it dead and do "
+                                   "without it", default=False)
+
+    @classmethod
+    def check(cls, ctx, node, path, values, given):
+        values = super().check(ctx, node, path, values, given)
+        if values.get("stay_down") is not True:
+            return values
+        for name in ("duration", "heal"):
+            if name in given:
+                ctx.error_at(child(path, name), f"a kill with stay_down: true is never "
+                                                f"healed; drop {name} or stay_down")
+        from .positions import looks_like_position
+        target = values.get("target")
+        if isinstance(target, str) and not looks_like_position(target):
+            # only a DataNode: a client that stays dead is crash_client, and the run's
+            # end needs the NameNode (quiescence, final state)
+            ctx.refer("node", target, child(path, "target"), node, (DATANODE,),
+                      "stay_down needs a DataNode (a client that stays dead is "
+                      "crash_client)")
+        return values
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

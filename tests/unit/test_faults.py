@@ -238,6 +238,17 @@ def test_node_faults_act_and_log(cls, inject_calls, heal_calls, log):
         + [("harness.fault.heal", {"fault": "f"})])
 
 
+def test_kill_with_stay_down_is_never_started_again(log):
+    control = RecordingControl()
+    fault = Kill("dn3", stay_down=True, control=control, log=log, fault_id="lost")
+    fault.inject()
+    assert fault.heal() is True
+    assert control.calls == [("kill", "dn3")]     # no start: the DataNode stays dead
+    assert [e for e, _ in events(log)] == ["harness.fault.inject", "harness.node.kill",
+                                           "harness.fault.heal"]
+    assert events(log)[0][1]["params"] == {"stay_down": True}
+
+
 def test_restart_comes_back_by_itself_after_down(log):
     control = RecordingControl()
     r = Restart("dn1", down=0.05, control=control, log=log, fault_id="r")
