@@ -53,6 +53,7 @@ class DataNode:
         self._peers_lock = threading.Lock()
         self._ibr: list[dict] = []
         self._ibr_cond = threading.Condition()
+        self._deletions: "queue.Queue[list[dict]]" = queue.Queue()
         self._stopped = threading.Event()
         self._recoveries: dict[int, int] = {}   # block -> recovery id this DN is primary for
         self.receivers: set[BlockReceiver] = set()   # the BlockReceivers running now
@@ -129,6 +130,7 @@ class DataNode:
         hb_interval = self.conf["dfs.heartbeat.interval"]
         report_interval = self.conf["dfs.blockreport.intervalMsec"]
         threading.Thread(target=self._ibr_sender, daemon=True, name="ibr").start()
+        threading.Thread(target=self._deleter, daemon=True, name="deleter").start()
         last_hb = last_report = 0.0
         while not self._stopped.is_set():
             try:
@@ -194,11 +196,25 @@ class DataNode:
             threading.Thread(target=self._transfer_for_replication, args=(cmd,), daemon=True,
                              name=f"transfer-{cmd['block']}").start()
         elif kind == "invalidate":
-            for item in cmd["blocks"]:
-                replica = self.data.get(item["block"])
-                if replica is not None and self.data.invalidate(item["block"], item["gs"]):
-                    self.emit("dn.replica.invalidate", block=item["block"], gs=item["gs"])
-                    self.notify_nn(replica, "deleted")
+            # off the heartbeat thread, as HDFS deletes (FsDatasetAsyncDiskService): a
+            # deletion waits for the replica's writer to stop, up to a minute, and the
+            # NameNode declared the DataNode dead meanwhile (found by the explorer)
+            self._deletions.put(cmd["blocks"])
+
+    def _deleter(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                blocks = self._deletions.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            for item in blocks:
+                try:
+                    replica = self.data.get(item["block"])
+                    if replica is not None and self.data.invalidate(item["block"], item["gs"]):
+                        self.emit("dn.replica.invalidate", block=item["block"], gs=item["gs"])
+                        self.notify_nn(replica, "deleted")
+                except Exception:   # one failed deletion does not stop the others
+                    self._log_internal(traceback.format_exc())
 
     # -- RPC (inter-DataNode and tools) -------------------------------------------------
 

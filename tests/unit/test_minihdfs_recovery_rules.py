@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 import types
 
 import pytest
@@ -185,6 +186,43 @@ def test_rwr_replica_has_no_visible_length_and_is_not_read(tmp_path):
         dn._read_block(a, {"block": 7, "gs": 1001, "offset": 0, "len": 1000})
         reply = wire.recv_message(b)
     assert reply["status"] == "ERROR"
+
+
+class _StuckWriter:
+    """A BlockReceiver that does not stop until let go (its downstream hangs)."""
+    def __init__(self):
+        self.let_go = threading.Event()
+
+    def stop(self, timeout):
+        self.let_go.wait(timeout)
+
+
+def test_a_deletion_waiting_for_a_stuck_writer_does_not_hold_up_heartbeats(tmp_path):
+    """DNA_INVALIDATE is carried out off the heartbeat thread (HDFS deletes through
+    FsDatasetAsyncDiskService): deleting a replica waits for its writer to stop, up to a
+    minute, and a DataNode whose heartbeats waited that long was declared dead (the
+    explorer's write-3-blocks finding)."""
+    dn = _datanode(tmp_path)
+    replica = dn.data.create_rbw(7, 1001)
+    write(dn.data, replica, b"x" * 100)
+    stuck = replica.writer = _StuckWriter()
+    heartbeat = threading.Thread(target=dn._process_command,
+                                 args=({"type": "invalidate", "blocks": [{"block": 7, "gs": 1001}]},))
+    heartbeat.start()
+    heartbeat.join(10)
+    try:
+        assert not heartbeat.is_alive(), "the heartbeat thread waited for the writer"
+        deleter = threading.Thread(target=dn._deleter, daemon=True)
+        deleter.start()
+        assert dn.data.get(7) is replica       # still there: its writer has not stopped
+        stuck.let_go.set()
+        deadline = time.monotonic() + 10
+        while dn.data.get(7) is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert dn.data.get(7) is None
+    finally:
+        stuck.let_go.set()
+        dn._stopped.set()
 
 
 # -- 6. recoverRbw's checks --------------------------------------------------------------
