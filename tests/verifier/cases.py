@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import zlib
 
-from builders import (C1, C2, NEW_PIPE, NNH, PIPE, Run, close, crc, data, end, final_state, happy,
+from builders import (C1, C2, NNH, PIPE, Run, close, crc, data, end, final_state, happy,
                       lease_recovery, open_create, pipeline_recovery, replica, start, write)
 
 CASES: dict = {}
@@ -491,14 +491,21 @@ def _(rid):
 
 # -- L3 hard limit ------------------------------------------------------------------------------
 
-def crashed_writer(rid: str, recover_at: float | None, expired_at: float | None = None) -> Run:
-    """c1 crashes holding /f; hard limit 5 s, monitor every 500 ms."""
+def _writer_killed_at_1_2(rid: str) -> Run:
+    """c1 writes 512 bytes of /f and is killed at 1.2 s; hard limit 5 s, monitor every
+    500 ms."""
     r = Run(rid, {"lease.soft-limit": "1s", "lease.hard-limit": "5s",
                   "dfs.namenode.lease-recheck-interval-ms": 500})
     start(r)
     open_create(r, 1.0)
     write(r, 1.1, 0, 512)
     r.ev(1.2, "harness", "harness.node.kill", target="c1")
+    return r
+
+
+def crashed_writer(rid: str, recover_at: float | None, expired_at: float | None = None) -> Run:
+    """c1 crashes holding /f; hard limit 5 s, monitor every 500 ms."""
+    r = _writer_killed_at_1_2(rid)
     if expired_at is not None:
         r.ev(expired_at, "nn", "nn.lease.expired", holder=C1, limit="hard")
     if recover_at is not None:
@@ -532,12 +539,7 @@ def recovering_holder(rid: str, repeat_result: str) -> Run:
     `recovering` renews c2's lease (HDFS's reassignLease to the same holder -> addLease);
     one that answers with an error does not. Renewed, the lease never outlives the hard
     limit: L3 has nothing to judge (skip), where it read an unrenewed lease (fail)."""
-    r = Run(rid, {"lease.soft-limit": "1s", "lease.hard-limit": "5s",
-                  "dfs.namenode.lease-recheck-interval-ms": 500})
-    start(r)
-    open_create(r, 1.0)
-    write(r, 1.1, 0, 512)
-    r.ev(1.2, "harness", "harness.node.kill", target="c1")
+    r = _writer_killed_at_1_2(rid)
     r.ev(1.5, "nn", "nn.lease.reassign", path="/f", old_holder=C1, holder=C2)
     r.ev(1.501, "nn", "nn.lease.recover", path="/f", holder=C1, requester=C2, force=True,
          result="recovering")
