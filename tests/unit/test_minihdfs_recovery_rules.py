@@ -206,8 +206,8 @@ def test_a_deletion_waiting_for_a_stuck_writer_does_not_hold_up_heartbeats(tmp_p
     replica = dn.data.create_rbw(7, 1001)
     write(dn.data, replica, b"x" * 100)
     stuck = replica.writer = _StuckWriter()
-    heartbeat = threading.Thread(target=dn._process_command,
-                                 args=({"type": "invalidate", "blocks": [{"block": 7, "gs": 1001}]},))
+    command = {"type": "invalidate", "blocks": [{"block": 7, "gs": 1001}]}
+    heartbeat = threading.Thread(target=dn._process_command, args=(command,))
     heartbeat.start()
     heartbeat.join(10)
     try:

@@ -83,6 +83,8 @@ def sync_rule_stages(prefix: str, keep_empty: bool) -> list[list[str]]:
         usable += " AND a.len > 0"
     lens = lambda arr: f"transform({arr}, a -> a.len)"  # noqa: E731
     names = lambda arr: f"array_sort(transform({arr}, a -> a.dn))"  # noqa: E731
+    fin_and_rbw_of_fin_len = (f"filter({p}_cand, a -> a.state = 'FINALIZED' "
+                              f"OR (a.state = 'RBW' AND a.len = {p}_fin_len))")
     return [
         [f"filter(answers, a -> {usable}) AS {p}_cand"],
         [f"filter({p}_cand, a -> a.state = 'FINALIZED') AS {p}_fin",
@@ -102,11 +104,12 @@ def sync_rule_stages(prefix: str, keep_empty: bool) -> list[list[str]]:
         # answers in that state; truncate -> every usable answer that holds the new
         # length; remove -> nobody
         [f"""CASE {p}_rule WHEN 'truncate' THEN new_len WHEN 'remove' THEN CAST(0 AS BIGINT)
-                  WHEN 'finalized' THEN {p}_fin_len WHEN 'min_rbw' THEN array_min({lens(f'{p}_rbw')})
+                  WHEN 'finalized' THEN {p}_fin_len
+                  WHEN 'min_rbw' THEN array_min({lens(f'{p}_rbw')})
                   WHEN 'min_rwr' THEN array_min({lens(f'{p}_rwr')}) END AS {p}_len""",
          f"""CASE {p}_rule
                   WHEN 'truncate' THEN {names(f'filter({p}_cand, a -> a.len >= new_len)')}
-                  WHEN 'finalized' THEN {names(f"filter({p}_cand, a -> a.state = 'FINALIZED' OR (a.state = 'RBW' AND a.len = {p}_fin_len))")}
+                  WHEN 'finalized' THEN {names(fin_and_rbw_of_fin_len)}
                   WHEN 'min_rbw' THEN {names(f'{p}_rbw')}
                   WHEN 'min_rwr' THEN {names(f'{p}_rwr')} END AS {p}_participants"""],
     ]

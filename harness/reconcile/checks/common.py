@@ -288,8 +288,8 @@ def last_renewal(runs: RunSet, df: DataFrame, holder_col: str = "holder",
     """Adds `last_renew`: the latest renewal of the row's holder before its ts (a
     NameNode start counts: restored leases start fresh), null if none. `renewals`
     (run_id, holder, ts) replaces holder_renewals."""
-    r = (renewals if renewals is not None else holder_renewals(runs)).select(F.col("run_id").alias("_r"), F.col("holder").alias("_h"),
-                                     F.col("ts").alias("_t"))
+    r = (renewals if renewals is not None else holder_renewals(runs)).select(
+        F.col("run_id").alias("_r"), F.col("holder").alias("_h"), F.col("ts").alias("_t"))
     j = df.join(r, (df["run_id"] == r["_r"]) & (df[holder_col] == r["_h"]) & (r["_t"] < df["ts"]),
                 "left").groupBy("eid").agg(F.max("_t").alias("_lr"))
     s = namenode_starts(runs).select(F.col("run_id").alias("_r"), F.col("ts").alias("_t"))
