@@ -1,9 +1,10 @@
-"""The acks' progress per stream and block (checks.pipeline.ack_progress) is built in two
-steps: the dense acks summed up per client, path and block before the streams are known,
-then placed in streams. It must give the table that placing every ack by itself gives:
-on every hand-written case, and on random histories where a block's acks span two
-streams (an append that goes on with the last block), acks come before any open, at an
-open's very time, without a block, or as lines that are not dense."""
+"""The acks' and the writes' progress per stream and block (checks.pipeline.ack_progress,
+write_progress) are built in two steps: the dense lines summed up per client, path and
+block before the streams are known, then placed in streams. Each must give the table
+that placing every line by itself gives: on every hand-written case, and on random
+histories where a block's lines span two streams (an append that goes on with the last
+block), lines come before any open, at an open's very time, without a block, or as
+lines that are not dense."""
 
 from __future__ import annotations
 
@@ -24,13 +25,18 @@ def _rows(df):
     return sorted(json.dumps(r.asDict(), sort_keys=True) for r in df.collect())
 
 
-def _both(runs):
+def _both(runs, progress=None):
     from harness.reconcile.checks.pipeline import ack_progress
-    return _rows(ack_progress(runs)), _rows(ack_progress(runs, split=False))
+    progress = progress or ack_progress
+    return _rows(progress(runs)), _rows(progress(runs, split=False))
 
 
 def test_both_forms_agree_on_every_case(case_runs):
+    from harness.reconcile.checks.pipeline import write_progress
     got, direct = _both(case_runs)
+    assert got == direct
+    assert len(got) >= 10
+    got, direct = _both(case_runs, write_progress)
     assert got == direct
     assert len(got) >= 10
 
@@ -62,11 +68,17 @@ def _random_run(root: str, rng: random.Random, i: int) -> str:
                     acked += rng.randint(0, 4096)
                     rec = {"ts": T0 + t, "event": "client.ack", "path": path,
                            "block": block, "seqno": rng.randint(0, 99), "acked": acked}
+                    if rng.random() < 0.5:      # the write the ack is for
+                        recs.append({"ts": T0 + t, "event": "client.write", "path": path,
+                                     "block": block, "offset": acked, "len": 1})
                     r = rng.random()
                     if r < 0.05:
                         del rec["block"]
+                        if recs[-1]["event"] == "client.write":
+                            del recs[-1]["block"]
                     elif r < 0.12:
                         rec["note"] = "an unknown field: not a dense line"
+                        recs[-1]["note"] = rec["note"]
                     recs.append(rec)
     for node, recs in logs.items():
         write_logs(d, {node: recs}, node=node, role="client")
@@ -74,11 +86,14 @@ def _random_run(root: str, rng: random.Random, i: int) -> str:
 
 
 def test_both_forms_agree_on_random_histories(spark, tmp_path):
-    from harness.reconcile.checks.pipeline import bulk_ack_blocks
+    from harness.reconcile.checks.pipeline import bulk_ack_blocks, bulk_blocks, write_progress
     with random_runs(spark, str(tmp_path), 20261123, 60, _random_run) as runs:
         got, direct = _both(runs)
         assert got == direct
         assert len(got) > 300
+        got, direct = _both(runs, write_progress)
+        assert got == direct
+        assert len(got) > 200
         # the histories reach the cases where a block's dense acks are placed one by one
         from pyspark.sql import functions as F
         from harness.reconcile.checks.common import client_streams
@@ -89,3 +104,9 @@ def test_both_forms_agree_on_random_histories(spark, tmp_path):
             & (F.col("last_ts") >= F.col("s_open"))).select("run_id", "node", "path", "block")
         assert spans.distinct().count() > 20
         assert runs.rare.filter("event = 'client.ack'").count() > 20
+        pre = bulk_blocks(runs, "client.write")
+        spans = pre.join(s, ["run_id", "node", "path"]).filter(
+            (F.col("first_ts") < F.col("s_open"))
+            & (F.col("last_ts") >= F.col("s_open"))).select("run_id", "node", "path", "block")
+        assert spans.distinct().count() > 10
+        assert runs.rare.filter("event = 'client.write'").count() > 10

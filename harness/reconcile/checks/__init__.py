@@ -123,8 +123,8 @@ class CheckResult:
 
 def prepare_bulk(runs: RunSet) -> None:
     """Build the tables that the checks and metrics read from the bulk of the events
-    (writes and acks): the per-process event counts and spans, the acks' progress per
-    stream and block (P1's, only where a pipeline error was logged), D2's per-file layout
+    (writes and acks): the per-process event counts and spans, the acks' and writes'
+    progress per stream and block (P1's, only where a pipeline error was logged), D2's per-file layout
     of the writers' streams. Each reads the loader's folded table (load.RunSet.folded)
     rather than the lines; all three at once, so that the parts that need no rare event
     (bulk_stats) run while the loader still parses the rare events in one task, which in
@@ -136,6 +136,7 @@ def prepare_bulk(runs: RunSet) -> None:
     def acks():     # P1's alone: not where no pipeline error leaves P1 unplanned
         if "client.pipeline.error" in runs.event_names:
             pipeline.ack_progress(runs)
+            pipeline.write_progress(runs)
     jobs = {"bounds": lambda: runs.bounds, "content_layout": lambda: data.content_layout(runs),
             "ack_progress": acks}
     with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="bulk") as pool:

@@ -35,59 +35,80 @@ def _pipeline_errors(runs: RunSet) -> DataFrame:
 def ack_progress(runs: RunSet, split: bool = True) -> DataFrame:
     """run_id, node, path, s_open, block, last_ts, max_acked: how far the acks of each
     block of each output stream got. One pass over the acks (the bulk of a client's log),
-    made once for all the checks.
+    made once for all the checks (see `_stream_blocks` for how)."""
+    return _stream_blocks(runs, "client.ack", ("acked",), split)
 
-    Which stream an ack belongs to needs the streams' opens, rare events that the loader
-    parses in the background; the acks are dense lines. So the pass over them is split
-    (`split`, the default; the tests compare both forms): `bulk_ack_blocks` sums up the
-    dense acks per client, path and block while the rare events are still parsed
-    (prepare_bulk), and only then are those sums placed in streams. A block whose dense
-    acks do not all fall in one stream (an append that goes on with the file's last
-    block, acks logged before any open) has its acks placed one by one instead, as the
-    unsplit form places all of them."""
+
+def write_progress(runs: RunSet, split: bool = True) -> DataFrame:
+    """run_id, node, path, s_open, block, last_ts: each output stream's last write to
+    each block, from the folded writes like `ack_progress` (P1 asks whether a stream
+    wrote on after an error; reading the dense writes again for it cost a pass over
+    every line: at 10 million events 31 s of P1's 67 s alone, and the other checks
+    queued behind its scan)."""
+    return _stream_blocks(runs, "client.write", (), split)
+
+
+def _stream_blocks(runs: RunSet, event: str, values: tuple[str, ...],
+                   split: bool) -> DataFrame:
+    """run_id, node, path, s_open, block, last_ts and max_<v> for each of `values`: the
+    latest line of `event` and the greatest of each value per output stream and block.
+
+    Which stream a line belongs to needs the streams' opens, rare events that the loader
+    parses in the background; writes and acks are dense lines. So the pass over them is
+    split (`split`, the default; the tests compare both forms): the loader's folded rows
+    of the dense lines, summed up per client, path and block (`bulk_blocks`), are made
+    while the rare events are still parsed (prepare_bulk), and only then placed in
+    streams. A block whose dense lines do not all fall in one stream (an append that goes
+    on with the file's last block, lines logged before any open) has its lines placed one
+    by one instead, as the unsplit form places all of them."""
+    cols = ("run_id", "node", "path", "ts", "block") + values
+    per_line = [F.max("ts").alias("last_ts")] + [F.max(v).alias("max_" + v) for v in values]
+    out = ["run_id", "node", "path", "s_open", "block", "last_ts"] + ["max_" + v for v in values]
+
+    def per_stream_block(lines: DataFrame) -> DataFrame:
+        return lines.groupBy("run_id", "node", "path", "s_open", "block").agg(*per_line)
+
     if not split:
-        acks = assign_stream(runs.of("client.ack").select(*_ACK_COLS), client_streams(runs))
-        return _per_stream_block(acks)
+        return per_stream_block(assign_stream(runs.of(event).select(*cols), client_streams(runs)))
 
     def build():
-        pre = bulk_ack_blocks(runs)       # first: it needs no rare event
+        pre = bulk_blocks(runs, event)       # first: it needs no rare event
         streams = client_streams(runs)
         placed = assign_stream(pre, streams, first="first_ts", last="last_ts", how="left")
-        whole = placed.filter(F.col("s_open").isNotNull()).select(
-            "run_id", "node", "path", "s_open", "block", "last_ts", "max_acked")
+        whole = placed.filter(F.col("s_open").isNotNull()).select(*out)
         spread = placed.filter(F.col("s_open").isNull()).select(
-            *[F.col(k).alias("_" + k) for k in _ACK_KEYS])
-        one_by_one = runs.rare.filter(F.col("event") == "client.ack").select(*_ACK_COLS)
-        spread_rows = spread.collect()     # a few blocks, if any (none: no scan of the acks)
+            *[F.col(k).alias("_" + k) for k in _BLOCK_KEYS])
+        one_by_one = runs.rare.filter(F.col("event") == event).select(*cols)
+        spread_rows = spread.collect()     # a few blocks, if any (none: no scan of the lines)
         if spread_rows:
             keys = runs.spark.createDataFrame(spread_rows, spread.schema)
-            dense = runs.bulk.filter(F.col("event") == "client.ack")
+            dense = runs.bulk.filter(F.col("event") == event)
             dense = dense.join(F.broadcast(keys), [dense[k].eqNullSafe(keys["_" + k])
-                                                   for k in _ACK_KEYS], "left_semi")
-            one_by_one = one_by_one.unionByName(dense.select(*_ACK_COLS))
-        return (whole.unionByName(_per_stream_block(assign_stream(one_by_one, streams)))
+                                                   for k in _BLOCK_KEYS], "left_semi")
+            one_by_one = one_by_one.unionByName(dense.select(*cols))
+        return (whole.unionByName(per_stream_block(assign_stream(one_by_one, streams)))
                 .groupBy("run_id", "node", "path", "s_open", "block")
-                .agg(F.max("last_ts").alias("last_ts"), F.max("max_acked").alias("max_acked")))
-    return runs.memo("ack_progress", build)
+                .agg(*[F.max(c).alias(c) for c in out[5:]]))
+    return runs.memo(f"{event}_progress", build)
 
 
-_ACK_KEYS = ("run_id", "node", "path", "block")
-_ACK_COLS = ("run_id", "node", "path", "ts", "block", "acked")
+_BLOCK_KEYS = ("run_id", "node", "path", "block")
 
 
-def _per_stream_block(acks: DataFrame) -> DataFrame:
-    return acks.groupBy("run_id", "node", "path", "s_open", "block").agg(
-        F.max("ts").alias("last_ts"), F.max("acked").alias("max_acked"))
+def bulk_blocks(runs: RunSet, event: str) -> DataFrame:
+    """run_id, node, path, block, first_ts, last_ts (and max_acked for the acks): the
+    dense lines of `event` summed up per client, path and block, from the loader's folded
+    table (it needs no rare event, so prepare_bulk builds it while the loader still
+    parses those)."""
+    extra = [F.max("max_acked").alias("max_acked")] if event == "client.ack" else []
+    return runs.memo(f"bulk_blocks_{event}", lambda: (
+        runs.folded.filter(F.col("event") == event).groupBy(*_BLOCK_KEYS)
+        .agg(F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts"), *extra)))
 
 
 def bulk_ack_blocks(runs: RunSet) -> DataFrame:
-    """run_id, node, path, block, first_ts, last_ts, max_acked: the dense client.ack
-    lines summed up per client, path and block, from the loader's folded table (it
-    needs no rare event, so prepare_bulk builds it while the loader still parses those)."""
-    return runs.memo("bulk_ack_blocks", lambda: (
-        runs.folded.filter(F.col("event") == "client.ack").groupBy(*_ACK_KEYS)
-        .agg(F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts"),
-             F.max("max_acked").alias("max_acked"))))
+    """The dense acks summed up per client, path and block (`bulk_blocks`)."""
+    return bulk_blocks(runs, "client.ack")
 
 
 def check_p1(runs: RunSet) -> Outcome:
@@ -100,19 +121,18 @@ def check_p1(runs: RunSet) -> Outcome:
     st = client_streams(runs)
     errs = _pipeline_errors(runs)
     keys = ["run_id", "node", "path", "s_open"]
-    # writes only of the clients and files that had an error: the writes are the bulk
-    # of the events (a semi-join with a broadcast of the few errors keeps it one scan)
-    err_files = errs.select("run_id", "node", "path").distinct()
-    writes = runs.of("client.write").join(F.broadcast(err_files), ["run_id", "node", "path"],
-                                          "left_semi")
-    went_on_ctl = assign_stream(
+    ctl = assign_stream(
         runs.of("client.close").unionByName(runs.of("client.hflush"))
-        .unionByName(writes.select(*runs.of("client.close").columns))
         .unionByName(runs.of("client.pipeline.recovered"))
         # an hflush counts only beyond the file offset acked at the error: one returning
         # on acks that came before the error has not gone on
         .select("run_id", "node", "path", "ts",
                 F.when(F.col("event") == "client.hflush", F.col("offset")).alias("h_off")), st)
+    # a later write: each stream's last write to each block, from the folded writes
+    # (the writes are the bulk of the events: not read again line by line)
+    wrote = write_progress(runs).select(*keys, F.col("last_ts").alias("ts"),
+                                        F.lit(None).cast("long").alias("h_off"))
+    went_on_ctl = ctl.select(*keys, "ts", "h_off").unionByName(wrote)
     acks = ack_progress(runs)
     e = errs.select("eid", *keys, "ts", "block", "acked", "offset")
     l1 = went_on_ctl.select(*[F.col(k).alias("_" + k) for k in keys], F.col("ts").alias("_t"),
