@@ -237,6 +237,8 @@ def _pipeline_recovery(log: Log, t: float, client: str, path: str, block: int, g
            gs=new_gs, pipeline=new)
     log.ev(t + 0.03, "harness", "harness.node.start", target="dn2")
     log.ev(t + 0.031, "dn2", "dn.start", replicas=1)
+    # killed with the replica RBW: it comes back waiting to be recovered (check B6)
+    log.ev(t + 0.0311, "dn2", "dn.replica.state", block=block, gs=gs, len=acked, state="RWR")
     log.ev(t + 0.032, "nn", "nn.replica.invalidate", dn="dn2", block=block, gs=gs)
     return new_gs, new
 
@@ -271,6 +273,9 @@ def _crash_and_recover(log: Log, t: float, holders: dict, path: str, block: int,
     for dn in lens:
         log.ev(t + 0.22, dn, "dn.recovery.update_replica", block=block, recovery_id=rid, len=acked)
         log.ev(t + 0.22, dn, "dn.replica.state", block=block, gs=rid, len=acked, state="FINALIZED")
+        # the NameNode completes the block once a FINALIZED replica is reported (check H1)
+        log.ev(t + 0.225, "nn", "nn.replica.reported", dn=dn, block=block, gs=rid, len=acked,
+               state="FINALIZED")
     log.ev(t + 0.23, "nn", "nn.recovery.commit", block=block, recovery_id=rid, gs=rid, len=acked,
            pipeline=["dn1", "dn2", "dn3"], close=True, delete=False)
     log.ev(t + 0.231, "nn", "nn.block.state", path=path, block=block, gs=rid, len=acked,
