@@ -60,7 +60,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types a
 from minihdfs.config import Config, ConfigError
 from .schema import (BULK_EVENTS, CORRUPT, ENVELOPE, EVENT_SCHEMA, FIELDS,
                      FINAL_STATE_SCHEMA, KNOWN_FIELDS, NARROW_SCHEMA)
-from .session import get_spark, is_local
+from .session import SMALL_INPUT_BYTES, get_spark, is_local
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +91,12 @@ class RunSet:
     """The loaded runs: the folded lines, the rare events, final state and per-run facts."""
 
     def __init__(self, spark: SparkSession, runs: dict[str, RunInfo], files: list[tuple],
-                 final: DataFrame, keep_raw: bool = False, rare_partitions: int | None = None):
+                 final: DataFrame, keep_raw: bool = False, rare_partitions: int | None = None,
+                 columnar: bool = True):
         self.spark = spark
         self.runs = runs
         self.keep_raw = keep_raw
+        self.columnar = columnar
         # (run_id, log, log_no, path) of every event file, in log-number order
         self.files = files
         self._cached: list[DataFrame] = []
@@ -214,7 +216,17 @@ class RunSet:
         """`df` cached in columns (memory, spilling to disk) on first use. The column
         batches stay Java objects: PySpark's MEMORY_AND_DISK is the *serialized* level,
         with which every scan deserialized all the batches again (at 10 million events
-        66.5 s instead of 80-91 s for the whole verification)."""
+        66.5 s instead of 80-91 s for the whole verification).
+
+        Unless `columnar` is off (small inputs, load_runs): then kept as rows, like the
+        memo tables. Every scan of a column cache runs a column accessor that Spark
+        generates and compiles for the columns it reads, whatever the codegen settings,
+        and the checks read some hundred different column sets; the batches' statistics
+        that let a scan skip most of a large table are no gain on a few thousand rows.
+        One recorded run: 1.5 s less of a 15 s verification (client-crash-after-hflush,
+        README)."""
+        if not self.columnar:
+            return self._keep(df)
         df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         self._cached.append(df)
         return _cached_leaf(df)
@@ -546,9 +558,11 @@ def read_run_info(run_dir: str) -> RunInfo:
 
 
 def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
-              keep_raw: bool = False) -> RunSet:
+              keep_raw: bool = False, columnar: bool | None = None) -> RunSet:
     """Read the given run folders into one RunSet (Spark reads, parses and folds the
-    lines now). `keep_raw` keeps the text of the dense lines in `RunSet.bulk` too."""
+    lines now). `keep_raw` keeps the text of the dense lines in `RunSet.bulk` too.
+    `columnar` (RunSet._cache): None keeps the loaded tables in columns above
+    SMALL_INPUT_BYTES of event logs and as rows up to it."""
     spark = spark or get_spark()
     infos: dict[str, RunInfo] = {}
     for d in run_dirs:
@@ -561,9 +575,18 @@ def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
     logs = sorted((info.run_id, _log_name(f), f) for info in infos.values()
                   for f in info.event_files)
     files = [(rid, name, no, path) for no, (rid, name, path) in enumerate(logs)]
+    if columnar is None:
+        columnar = sum(_size(path) for _, _, path in logs) > SMALL_INPUT_BYTES
     return RunSet(spark, infos, files,
                   _read_final(spark, [i.run_dir for i in infos.values() if i.has_final_state]),
-                  keep_raw=keep_raw)
+                  keep_raw=keep_raw, columnar=columnar)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _log_name(path: str) -> str:

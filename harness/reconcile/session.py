@@ -89,6 +89,10 @@ def _builder(master: str, input_bytes: int | None = None, dump_cds: str | None =
          # their queries with some 15,000 calls, so this halves the time to build them
          # (10k events: 24 -> 12 s). HDFS_CHAOS_SPARK_CONF can turn it back on to debug.
          .config("spark.python.sql.dataFrameDebugging.enabled", "false")
+         # lower() and upper() through the JVM's case mapping, not ICU's: the first ICU
+         # case mapping initialises ICU's tables, about half a second of a one-run verify
+         # (the checks compare protocol names, ASCII, where both agree)
+         .config("spark.sql.icu.caseMappings.enabled", "false")
          .config("spark.python.worker.reuse", "true")
          # Every hash aggregate, sort and broadcast hash join takes memory in pages, and
          # Spark sizes a page from the heap: 64 MB for a few GB on 2 cores. The checks run

@@ -275,3 +275,23 @@ def test_odd_folder_and_file_names(spark, case_dirs, tmp_path, monkeypatch, per_
         runs.close()
 
 
+
+
+def test_the_column_cache_gives_the_verdicts_of_the_row_cache(spark, case_dirs, case_runs,
+                                                               case_verdicts):
+    """Small inputs keep the loaded tables as rows (RunSet._cache), large ones in columns:
+    every hand-written case gets the same verdict, check by check and evidence row by
+    evidence row, either way (the benchmark's 10M events are the only other user of the
+    column cache)."""
+    from harness.reconcile.api import verify_loaded
+    from harness.reconcile.load import load_runs
+    assert not case_runs.columnar          # the cases are a small input
+    runs = load_runs(list(case_dirs.values()), spark, columnar=True)
+    try:
+        assert runs.columnar
+        columnar = {v["run_id"]: v for v in verify_loaded(runs)}
+    finally:
+        runs.close()
+    assert columnar.keys() == case_verdicts.keys()
+    for rid, v in case_verdicts.items():
+        assert columnar[rid] == v, rid
