@@ -60,7 +60,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types a
 from minihdfs.config import Config, ConfigError
 from .schema import (BULK_EVENTS, CORRUPT, ENVELOPE, EVENT_SCHEMA, FIELDS,
                      FINAL_STATE_SCHEMA, KNOWN_FIELDS, NARROW_SCHEMA)
-from .session import SMALL_INPUT_BYTES, get_spark, is_local
+from .session import get_spark, is_local
 
 log = logging.getLogger(__name__)
 
@@ -218,11 +218,12 @@ class RunSet:
         with which every scan deserialized all the batches again (at 10 million events
         66.5 s instead of 80-91 s for the whole verification).
 
-        Unless `columnar` is off (small inputs, load_runs): then kept as rows, like the
-        memo tables. Every scan of a column cache runs a column accessor that Spark
-        generates and compiles for the columns it reads, whatever the codegen settings,
-        and the checks read some hundred different column sets; the batches' statistics
-        that let a scan skip most of a large table are no gain on a few thousand rows.
+        Unless `columnar` is off (small inputs, ROW_CACHE_BYTES): then kept as rows,
+        like the memo tables. Every scan of a column cache runs a column accessor that
+        Spark generates and compiles for the columns it reads, whatever the codegen
+        settings, and the checks read some hundred different column sets; the batches'
+        statistics that let a scan skip most of a large table are no gain on a few
+        thousand rows.
         One recorded run: 1.5 s less of a 15 s verification (client-crash-after-hflush,
         README)."""
         if not self.columnar:
@@ -557,12 +558,21 @@ def read_run_info(run_dir: str) -> RunInfo:
                    warnings=warnings)
 
 
+# Up to this many bytes of event logs the loaded tables are kept as rows, above it in
+# columns (RunSet._cache). Measured with the benchmark's generated runs
+# (bench_verifier.py, load and verify, same JVM): 17 MB of logs 24.3 s as rows against
+# 27.8 s in columns, 51 MB 31.6 s against 31.1 s, 240 MB 66.5 s against 46.6 s, 1.7 GB
+# (10 million events) 171 s against 87-89 s. One recorded run is some 30 KB, the
+# 31-run library 5 MB.
+ROW_CACHE_BYTES = 32 << 20
+
+
 def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
               keep_raw: bool = False, columnar: bool | None = None) -> RunSet:
     """Read the given run folders into one RunSet (Spark reads, parses and folds the
     lines now). `keep_raw` keeps the text of the dense lines in `RunSet.bulk` too.
     `columnar` (RunSet._cache): None keeps the loaded tables in columns above
-    SMALL_INPUT_BYTES of event logs and as rows up to it."""
+    ROW_CACHE_BYTES of event logs and as rows up to it."""
     spark = spark or get_spark()
     infos: dict[str, RunInfo] = {}
     for d in run_dirs:
@@ -576,7 +586,7 @@ def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
                   for f in info.event_files)
     files = [(rid, name, no, path) for no, (rid, name, path) in enumerate(logs)]
     if columnar is None:
-        columnar = sum(_size(path) for _, _, path in logs) > SMALL_INPUT_BYTES
+        columnar = sum(_size(path) for _, _, path in logs) > ROW_CACHE_BYTES
     return RunSet(spark, infos, files,
                   _read_final(spark, [i.run_dir for i in infos.values() if i.has_final_state]),
                   keep_raw=keep_raw, columnar=columnar)
