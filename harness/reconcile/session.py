@@ -225,9 +225,9 @@ def stop_spark() -> None:
     with _lock:
         if _spark is not None:
             # PySpark's accumulator server notices a shutdown only at its next poll, every
-            # half second, and SparkContext.stop waits for it: a tenth of what a one-run
-            # verify takes after its verdict. It is shut down beside the stop instead (a
-            # daemon thread: at exit the process closes its socket).
+            # half second, and SparkContext.stop waits for it: half a second at the end
+            # of every verify, after its verdict. It is shut down beside the stop instead
+            # (a daemon thread: at exit the process closes its socket).
             sc = getattr(_spark, "_sc", None)
             server = getattr(sc, "_accumulatorServer", None)
             if server is not None:

@@ -68,18 +68,19 @@ def _random_run(root: str, rng: random.Random, i: int) -> str:
                     acked += rng.randint(0, 4096)
                     rec = {"ts": T0 + t, "event": "client.ack", "path": path,
                            "block": block, "seqno": rng.randint(0, 99), "acked": acked}
-                    if rng.random() < 0.5:      # the write the ack is for
-                        recs.append({"ts": T0 + t, "event": "client.write", "path": path,
-                                     "block": block, "offset": acked, "len": 1})
+                    # the write the ack is for, half the time
+                    write = ({"ts": T0 + t, "event": "client.write", "path": path,
+                              "block": block, "offset": acked, "len": 1}
+                             if rng.random() < 0.5 else {})
                     r = rng.random()
                     if r < 0.05:
                         del rec["block"]
-                        if recs[-1]["event"] == "client.write":
-                            del recs[-1]["block"]
+                        write.pop("block", None)
                     elif r < 0.12:
                         rec["note"] = "an unknown field: not a dense line"
-                        recs[-1]["note"] = rec["note"]
-                    recs.append(rec)
+                        if write:
+                            write["note"] = rec["note"]
+                    recs += [write, rec] if write else [rec]
     for node, recs in logs.items():
         write_logs(d, {node: recs}, node=node, role="client")
     return d

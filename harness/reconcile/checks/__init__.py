@@ -124,11 +124,11 @@ class CheckResult:
 def prepare_bulk(runs: RunSet) -> None:
     """Build the tables that the checks and metrics read from the bulk of the events
     (writes and acks): the per-process event counts and spans, the acks' and writes'
-    progress per stream and block (P1's, only where a pipeline error was logged), D2's per-file layout
-    of the writers' streams. Each reads the loader's folded table (load.RunSet.folded)
-    rather than the lines; all three at once, so that the parts that need no rare event
-    (bulk_stats) run while the loader still parses the rare events in one task, which in
-    local mode would leave the other core idle.
+    progress per stream and block (P1's, only where a pipeline error was logged), D2's
+    per-file layout of the writers' streams. Each reads the loader's folded table
+    (load.RunSet.folded) rather than the lines; all three at once, so that the parts that
+    need no rare event (bulk_stats) run while the loader still parses the rare events in
+    one task, which in local mode would leave the other core idle.
 
     A table that cannot be built is left for the checks that need it: each of them then
     fails on its own as status `error`, and the other checks still run."""

@@ -62,14 +62,16 @@ def _stream_blocks(runs: RunSet, event: str, values: tuple[str, ...],
     on with the file's last block, lines logged before any open) has its lines placed one
     by one instead, as the unsplit form places all of them."""
     cols = ("run_id", "node", "path", "ts", "block") + values
-    per_line = [F.max("ts").alias("last_ts")] + [F.max(v).alias("max_" + v) for v in values]
-    out = ["run_id", "node", "path", "s_open", "block", "last_ts"] + ["max_" + v for v in values]
+    per_line = [F.max("ts").alias("last_ts")] + [F.max(v).alias(f"max_{v}") for v in values]
+    out = ["run_id", "node", "path", "s_open", "block", "last_ts"]
+    out += [f"max_{v}" for v in values]
 
     def per_stream_block(lines: DataFrame) -> DataFrame:
         return lines.groupBy("run_id", "node", "path", "s_open", "block").agg(*per_line)
 
     if not split:
-        return per_stream_block(assign_stream(runs.of(event).select(*cols), client_streams(runs)))
+        lines = assign_stream(runs.of(event).select(*cols), client_streams(runs))
+        return per_stream_block(lines)
 
     def build():
         pre = bulk_blocks(runs, event)       # first: it needs no rare event
