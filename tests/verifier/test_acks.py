@@ -87,7 +87,7 @@ def _random_run(root: str, rng: random.Random, i: int) -> str:
 
 
 def test_both_forms_agree_on_random_histories(spark, tmp_path):
-    from harness.reconcile.checks.pipeline import bulk_ack_blocks, bulk_blocks, write_progress
+    from harness.reconcile.checks.pipeline import bulk_blocks, write_progress
     with random_runs(spark, str(tmp_path), 20261123, 60, _random_run) as runs:
         got, direct = _both(runs)
         assert got == direct
@@ -99,7 +99,7 @@ def test_both_forms_agree_on_random_histories(spark, tmp_path):
         from pyspark.sql import functions as F
         from harness.reconcile.checks.common import client_streams
         s = client_streams(runs)
-        pre = bulk_ack_blocks(runs)
+        pre = bulk_blocks(runs, "client.ack", ("acked",))
         spans = pre.join(s, ["run_id", "node", "path"]).filter(
             (F.col("first_ts") < F.col("s_open"))
             & (F.col("last_ts") >= F.col("s_open"))).select("run_id", "node", "path", "block")

@@ -142,7 +142,7 @@ def test_the_folded_tables_are_the_sums_of_the_lines(spark, tmp_path):
     same aggregations over the dense lines one by one (read again by `bulk`)."""
     from pyspark.sql import functions as F
     from builders import random_runs
-    from harness.reconcile.checks.pipeline import bulk_ack_blocks
+    from harness.reconcile.checks.pipeline import bulk_blocks
     from harness.reconcile.load import _event_stats
     with random_runs(spark, str(tmp_path), 7, 6, _random_run) as runs:
         assert runs.bulk.count() > 100
@@ -150,7 +150,7 @@ def test_the_folded_tables_are_the_sums_of_the_lines(spark, tmp_path):
         acks = (runs.bulk.filter("event = 'client.ack'").groupBy("run_id", "node", "path", "block")
                 .agg(F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
                      F.max("acked").alias("max_acked")))
-        assert _rows(bulk_ack_blocks(runs)) == _rows(acks)
+        assert _rows(bulk_blocks(runs, "client.ack", ("acked",))) == _rows(acks)
         writes = runs.bulk.filter("event = 'client.write'")
         last = (writes.groupBy("run_id", "node", "stream")
                 .agg(F.max_by(F.struct("offset", "len", "crc", "stream_crc"), "offset").alias("w"),

@@ -74,7 +74,7 @@ def _stream_blocks(runs: RunSet, event: str, values: tuple[str, ...],
         return per_stream_block(lines)
 
     def build():
-        pre = bulk_blocks(runs, event)       # first: it needs no rare event
+        pre = bulk_blocks(runs, event, values)   # first: it needs no rare event
         streams = client_streams(runs)
         placed = assign_stream(pre, streams, first="first_ts", last="last_ts", how="left")
         whole = placed.filter(F.col("s_open").isNotNull()).select(*out)
@@ -97,20 +97,15 @@ def _stream_blocks(runs: RunSet, event: str, values: tuple[str, ...],
 _BLOCK_KEYS = ("run_id", "node", "path", "block")
 
 
-def bulk_blocks(runs: RunSet, event: str) -> DataFrame:
-    """run_id, node, path, block, first_ts, last_ts (and max_acked for the acks): the
+def bulk_blocks(runs: RunSet, event: str, values: tuple[str, ...] = ()) -> DataFrame:
+    """run_id, node, path, block, first_ts, last_ts and max_<v> for each of `values`: the
     dense lines of `event` summed up per client, path and block, from the loader's folded
     table (it needs no rare event, so prepare_bulk builds it while the loader still
     parses those)."""
-    extra = [F.max("max_acked").alias("max_acked")] if event == "client.ack" else []
-    return runs.memo(f"bulk_blocks_{event}", lambda: (
+    return runs.memo(f"bulk_blocks_{event}_{'_'.join(values)}", lambda: (
         runs.folded.filter(F.col("event") == event).groupBy(*_BLOCK_KEYS)
-        .agg(F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts"), *extra)))
-
-
-def bulk_ack_blocks(runs: RunSet) -> DataFrame:
-    """The dense acks summed up per client, path and block (`bulk_blocks`)."""
-    return bulk_blocks(runs, "client.ack")
+        .agg(F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts"),
+             *[F.max(f"max_{v}").alias(f"max_{v}") for v in values])))
 
 
 def check_p1(runs: RunSet) -> Outcome:
