@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .checks import CHECK_IDS, prepare_bulk, run_checks
 from .expect import evaluate_expect, exercised, gather_facts
-from .load import RunSet, load_runs
+from .load import RunSet, event_bytes, load_runs
 from .metrics import compute_metrics
 from .observable import apply_skips, run_system
 from .session import (SMALL_INPUT_BYTES, get_spark, is_local, session_conf, small_queries,
@@ -108,23 +108,6 @@ def verify_runs(run_dirs: list[str], master: str | None = None) -> list[dict]:
         write_verdict(d, v)
         out.append(v)
     return out
-
-
-def event_bytes(run_dirs: list[str]) -> int:
-    """The size of the runs' event logs: what the verifier's JVM is started for."""
-    total = 0
-    for d in run_dirs:
-        events = os.path.join(d, "events")
-        try:
-            names = os.listdir(events)
-        except OSError:
-            continue
-        for name in names:
-            try:
-                total += os.path.getsize(os.path.join(events, name))
-            except OSError:
-                pass
-    return total
 
 
 def write_verdict(run_dir: str, verdict: dict) -> str:

@@ -585,17 +585,29 @@ def load_runs(run_dirs: list[str], spark: SparkSession | None = None,
                   for f in info.event_files)
     files = [(rid, name, no, path) for no, (rid, name, path) in enumerate(logs)]
     if columnar is None:
-        columnar = sum(_size(path) for _, _, path in logs) > ROW_CACHE_BYTES
+        columnar = event_bytes(run_dirs) > ROW_CACHE_BYTES
     return RunSet(spark, infos, files,
                   _read_final(spark, [i.run_dir for i in infos.values() if i.has_final_state]),
                   keep_raw=keep_raw, columnar=columnar)
 
 
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+def event_bytes(run_dirs: list[str]) -> int:
+    """The size of the runs' event logs: what the verifier's JVM is started for
+    (session._java_options) and what picks rows or columns for the loaded tables
+    (ROW_CACHE_BYTES)."""
+    total = 0
+    for d in run_dirs:
+        events = os.path.join(d, "events")
+        try:
+            names = os.listdir(events)
+        except OSError:
+            continue
+        for name in names:
+            try:
+                total += os.path.getsize(os.path.join(events, name))
+            except OSError:
+                pass
+    return total
 
 
 def _log_name(path: str) -> str:
