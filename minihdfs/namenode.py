@@ -95,6 +95,7 @@ class NameNode:
         self.pending_replication: dict[tuple[int, str], float] = {}
         self._stopped = threading.Event()
         self.started = time.monotonic()
+        self.deletion_delay = conf["dfs.namenode.startup.delay.block.deletion.sec"]
 
     # == start, stop, persistence =======================================================
 
@@ -947,7 +948,9 @@ class NameNode:
                 self.emit("nn.dn.alive", dn=dn)
             commands = d.recover + d.commands
             d.recover, d.commands = [], []
-            if d.invalidate:
+            # InvalidateBlocks.getInvalidationDelay: deletions stay queued until the
+            # startup delay has passed
+            if d.invalidate and time.monotonic() - self.started >= self.deletion_delay:
                 commands.append({"type": "invalidate", "blocks": d.invalidate})
                 d.invalidate = []
             return {"commands": commands}

@@ -14,13 +14,16 @@ def test_human_units_become_what_hadoop_parses():
                              "dfs.namenode.heartbeat.recheck-interval": "5s",
                              "dfs.client.socket-timeout": "3s",
                              "dfs.client.block.write.replace-datanode-on-failure.best-effort": True,
-                             "dfs.namenode.redundancy.interval.seconds": "1s"}, "3.4.2")
+                             "dfs.namenode.redundancy.interval.seconds": "1s",
+                             "dfs.namenode.startup.delay.block.deletion.sec": "1min"},
+                            "3.4.2")
     assert keys["dfs.blocksize"] == "1048576"
     assert keys["dfs.heartbeat.interval"] == "300ms"      # seconds key, sub-second value
     assert keys["dfs.namenode.heartbeat.recheck-interval"] == "5000"
     assert keys["dfs.client.socket-timeout"] == "3000"
     assert keys["dfs.client.block.write.replace-datanode-on-failure.best-effort"] == "true"
     assert keys["dfs.namenode.redundancy.interval.seconds"] == "1"
+    assert keys["dfs.namenode.startup.delay.block.deletion.sec"] == "60"   # getLong
 
 
 def test_hard_limit_maps_to_the_34_key_and_the_soft_limit_is_never_written():

@@ -143,6 +143,33 @@ def test_finalized_replica_with_other_gs_or_length_does_not_complete(nn):
     assert (dn, lb["gs"]) in invalidated and (lb["locations"][1], lb["gs"] - 1) in invalidated
 
 
+def _invalidations(nn: NameNode, dn: str) -> list[dict]:
+    return [c for c in nn.rpc_sendHeartbeat(dn, replicas=1)["commands"]
+            if c["type"] == "invalidate"]
+
+
+def test_deletions_wait_for_the_startup_delay(tmp_path, namenodes):
+    """dfs.namenode.startup.delay.block.deletion.sec (InvalidateBlocks): a replica of an
+    unknown block is queued for deletion at once, but no heartbeat carries the deletion
+    until the delay after the NameNode's start has passed; then the next one does."""
+    nn = new_namenode(tmp_path / "nn", {"dfs.namenode.startup.delay.block.deletion.sec": 60})
+    namenodes.append(nn)
+    received(nn, "dn1", 1073741900, 1001, 0, state="RBW")       # a block it does not know
+    assert nn.events.named("nn.replica.invalidate", dn="dn1", block=1073741900)
+    assert _invalidations(nn, "dn1") == []
+    assert _invalidations(nn, "dn1") == []                     # still queued, not dropped
+    nn.started -= 61
+    [cmd] = _invalidations(nn, "dn1")
+    assert cmd["blocks"] == [{"block": 1073741900, "gs": 1001}]
+    assert _invalidations(nn, "dn1") == []
+
+
+def test_without_a_startup_delay_the_next_heartbeat_carries_the_deletion(nn):
+    received(nn, "dn1", 1073741900, 1001, 0, state="RBW")
+    [cmd] = _invalidations(nn, "dn1")
+    assert cmd["blocks"] == [{"block": 1073741900, "gs": 1001}]
+
+
 def test_replication_min_two_needs_two_finalized_replicas(tmp_path, namenodes):
     nn = new_namenode(tmp_path / "nn", {"dfs.namenode.replication.min": 2})
     namenodes.append(nn)

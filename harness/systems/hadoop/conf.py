@@ -61,7 +61,8 @@ BASE = {
 _BARE_ONLY = {"dfs.namenode.lease-recheck-interval-ms", "dfs.blockreport.intervalMsec",
               "dfs.client.socket-timeout", "ipc.client.connect.timeout",
               "ipc.client.rpc-timeout.ms", "dfs.datanode.xceiver.stop.timeout.millis",
-              "dfs.namenode.redundancy.interval.seconds"}
+              "dfs.namenode.redundancy.interval.seconds",
+              "dfs.namenode.startup.delay.block.deletion.sec"}
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
