@@ -556,8 +556,16 @@ def test_zombie_hflush_into_a_block_removed_by_recovery_fails(make_cluster):
     back after lease recovery removed that block (no DataNode had it) and closed the file.
     The DataNodes accept its pipeline, so the packets are acked, but the first hflush of a
     new pipeline persists the block list with fsync (Hadoop's flushOrSync), which checks
-    the lease: the hflush must fail, not report bytes the file no longer has."""
-    cluster = make_cluster(config={"lease.hard-limit": "60s"})
+    the lease: the hflush must fail, not report bytes the file no longer has.
+
+    The zombie's replicas belong to a block the NameNode no longer knows, so it queues
+    their deletion as soon as they are reported; a deletion that reached a DataNode before
+    the hflush stopped the writer there, and the zombie failed in its pipeline recovery
+    (getAdditionalDatanode or abandonBlock, also for want of a lease: 3 of 41 runs beside
+    three busy loops) before it came to fsync. Deletions wait for a minute after the NameNode's
+    start here (Hadoop's dfs.namenode.startup.delay.block.deletion.sec)."""
+    cluster = make_cluster(config={"lease.hard-limit": "60s",
+                                   "dfs.namenode.startup.delay.block.deletion.sec": "60s"})
     writer = cluster.client("c1", os.path.join(cluster.events_dir, "c1.jsonl"))
     other = cluster.client("c2")
     recovered = []
