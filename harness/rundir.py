@@ -2,7 +2,7 @@
 
 `check_run_dir(path)` returns one line saying what is wrong with a
 folder given as a run (and how to fix it), or None. It looks only at the shape the
-runner writes (README, "Results of a run"): `events/*.jsonl`, a `scenario.yaml` that
+runner writes (docs/scenarios.md, "Results of a run"): `events/*.jsonl`, a `scenario.yaml` that
 loads, and `final_state.json` / `verdict.json` that are JSON objects where present.
 Damaged event lines are not its business: the verifier counts them and check I1 judges
 them.

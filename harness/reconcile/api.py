@@ -81,7 +81,7 @@ def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[dict]:
 def verify_runs(run_dirs: list[str], master: str | None = None) -> list[dict]:
     """Check every run folder, write `verdict.json` in each, return the verdicts (in the
     order of `run_dirs`). A JVM started here writes its output to spark_log_path(run_dirs)
-    (README, "Spark's own output")."""
+    (docs/scenarios.md, "Spark's own output")."""
     if not run_dirs:
         return []
     size = event_bytes(run_dirs)
@@ -91,7 +91,7 @@ def verify_runs(run_dirs: list[str], master: str | None = None) -> list[dict]:
     # per stage) and its exchanges then cost more than they save. Adaptive execution
     # re-plans every query stage once it ran: with tables of a few thousand rows there
     # is nothing to adapt, and the re-planning cost a seventh of the CPU (one run 21.5-22.6
-    # s instead of 25.5-26.9 s, the 31-run library 29.6 s instead of 34.5 s; README).
+    # s instead of 25.5-26.9 s, the 31-run library 29.6 s instead of 34.5 s; benchmarks/RESULTS.md).
     small = size <= SMALL_INPUT_BYTES and is_local(spark)
     with session_conf(spark, {**small_queries(spark), "spark.sql.adaptive.enabled": "false"}
                       if small else {}):

@@ -224,7 +224,7 @@ class RunSet:
         settings, and the checks read some hundred different column sets; the batches'
         statistics that let a scan skip most of a large table are no gain on a few
         thousand rows. One recorded run: 1.5 s less of a 15 s verification
-        (client-crash-after-hflush, README)."""
+        (client-crash-after-hflush, benchmarks/RESULTS.md)."""
         if not self.columnar:
             return self._keep(df)
         df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)

@@ -60,7 +60,7 @@ FIELDS = [
     ("hflushed", T.BooleanType()), ("decision", T.StringType()),
     ("new_node", T.StringType()), ("seqno", T.LongType()), ("op_id", T.StringType()),
     ("client", T.StringType()),
-    # client, added by hdfs-chaos (README "Event fields added by hdfs-chaos")
+    # client, added by hdfs-chaos (docs/events.md, "Event fields")
     ("stream", T.LongType()), ("stream_crc", T.LongType()), ("content", T.StringType()),
     # harness
     ("scenario", T.StringType()), ("seed", T.LongType()), ("fault", T.StringType()),

@@ -26,7 +26,7 @@ from .fields import (INVALID, AnyValue, Bool, Context, Duration, Enum, HadoopCon
 CHECK_IDS: tuple[str, ...] = (
     ("I1",) + tuple(f"P{i}" for i in range(1, 8)) + tuple(f"L{i}" for i in range(1, 7))
     + tuple(f"B{i}" for i in range(1, 7)) + ("H1",) + tuple(f"D{i}" for i in range(1, 5)))
-"""The checks of spec/CHECKS.md, and H1 (hdfs-chaos's addition, README)."""
+"""The checks of spec/CHECKS.md, and H1 (hdfs-chaos's addition, docs/events.md)."""
 
 OPERATIONS = ("write", "append", "read", "recover_lease", "truncate")
 SYSTEMS = ("minihdfs", "hadoop")

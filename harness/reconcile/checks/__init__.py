@@ -93,7 +93,7 @@ CHECKS: list[Check] = [
     Check("B4", "empty block removed", check_b4, any_event("dn.recovery.sync")),
     Check("B5", "old generation rejected", check_b5, any_event("nn.recovery.commit")),
     Check("B6", "restart makes RWR", check_b6, _DN_RESTARTED),
-    # an addition of hdfs-chaos to spec/CHECKS.md (README: Checks added by hdfs-chaos)
+    # an addition of hdfs-chaos to spec/CHECKS.md (docs/events.md, "Checks")
     Check("H1", "COMPLETE only with enough FINALIZED replicas", check_h1),
     Check("D1", "hflushed bytes durable", check_d1, any_event("client.hflush")),
     Check("D2", "content read back is what was written", check_d2),

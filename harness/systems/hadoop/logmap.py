@@ -64,7 +64,7 @@ DEBUG_LOGGERS: list[str] = [
     "org.apache.hadoop.hdfs.client.impl.LeaseRenewer",
 ]
 
-# Per check of spec/CHECKS.md (+ H1 of the README): None if the mapped events let the
+# Per check of spec/CHECKS.md (+ H1 of docs/events.md): None if the mapped events let the
 # verifier judge it on Hadoop 3.x, else the reason the check skips with.
 OBSERVABLE: dict[str, str | None] = {
     "I1": None,
