@@ -10,7 +10,7 @@
 run:
 	@tools/setup.sh
 	@status=0; .venv/bin/hdfs-chaos run scenarios/*.yaml --out results || status=$$?; \
-	if [ $$status -le 1 ]; then .venv/bin/hdfs-chaos report results/*/ --out results || exit $$?; fi; \
+	if [ $$status -le 1 ]; then .venv/bin/hdfs-chaos report results --out results || exit $$?; fi; \
 	exit $$status
 
 # All tests (tox): unit, integration, verifier, the scenario library on the local

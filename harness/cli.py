@@ -1,14 +1,19 @@
 """The `hdfs-chaos` command line (ARCHITECTURE.md, "Command line").
 
-    hdfs-chaos validate FILE...     exit 0 valid, 2 invalid (one error per line on stderr)
-    hdfs-chaos run FILE...          exit 0 all passed, 1 some failed, 2 bad input
-    hdfs-chaos diff FILE...         each scenario on mini-HDFS and Hadoop, diff.html
+    hdfs-chaos validate SCENARIO... exit 0 valid, 2 invalid (one error per line on stderr)
+    hdfs-chaos run SCENARIO...      exit 0 all passed, 1 some failed, 2 bad input
+                                    (-k PATTERN, --fail-fast, --json)
+    hdfs-chaos diff SCENARIO...     each scenario on mini-HDFS and Hadoop, diff.html
     hdfs-chaos verify RUN_DIR...    re-run the checks on recorded runs (same exit codes)
-    hdfs-chaos report RUN_DIR...    (re)build report.html and a suite summary
+    hdfs-chaos report RUN_DIR...    a suite summary (index.html, checks.parquet)
     hdfs-chaos list                 the scenario library
     hdfs-chaos schema               the JSON Schema of scenarios
     hdfs-chaos image build|ls|rm    the cluster images
     hdfs-chaos cleanup              remove what crashed runs left behind
+    hdfs-chaos explore BASE.yaml    explore fault schedules of a base scenario
+
+A SCENARIO is a file, a folder of them, or a name that `list` shows. Every command's
+output folder is --out DIR.
 
 The commands that start clusters or Spark live in other modules, imported only when
 used, so `validate` and `list` stay fast and a missing piece is one clear line. Errors a
@@ -151,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    description=kwargs.get("help"), **kwargs)
 
     p = command("validate", help="check scenario files (exit 0 valid, 2 invalid)")
-    p.add_argument("files", nargs="+", metavar="SCENARIO", help=SCENARIO_ARGS)
+    p.add_argument("files", nargs="+", metavar="SCENARIO",
+                   help=SCENARIO_ARGS).completer = _complete_scenarios
     p.set_defaults(command=cmd_validate)
 
     p = command("list", help="the scenario library: name and description of each scenario")
@@ -168,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(command=cmd_schema)
 
     p = command("run", help="run scenarios (exit 0 all passed, 1 some failed, 2 bad input)")
-    p.add_argument("files", nargs="+", metavar="SCENARIO", help=SCENARIO_ARGS)
+    p.add_argument("files", nargs="+", metavar="SCENARIO",
+                   help=SCENARIO_ARGS).completer = _complete_scenarios
     p.add_argument("--backend", choices=("local", "docker"), default="local",
                    help="where the cluster runs: local processes, or Docker containers "
                         "(hdfs-chaos image build first)")
@@ -181,8 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "it ran; the runs so far keep their verdicts and reports)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per scenario on stdout (name, verdict, run_dir, "
-                        "failed_checks, unmet_expectations, error); the result lines go to "
-                        "stderr")
+                        "failed_checks, unmet_expectations, error, run_status); the "
+                        "result lines go to stderr")
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="override every scenario's seed")
     p.add_argument("--keep", action="store_true",
@@ -199,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("diff", help="run each scenario on the mini-HDFS and on Apache Hadoop, "
                              "write <out>/diff.html and diff.parquet (exit 0 all runs "
                              "passed, 1 some failed, 2 bad input)")
-    p.add_argument("files", nargs="+", metavar="SCENARIO", help=SCENARIO_ARGS)
+    p.add_argument("files", nargs="+", metavar="SCENARIO",
+                   help=SCENARIO_ARGS).completer = _complete_scenarios
     p.add_argument("--hadoop-version", default=None, metavar="V",
                    help="the Apache Hadoop release (default 3.4.2)")
     _out_option(p, "results", "where run folders and the diff go")
@@ -213,14 +221,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("verify", help="run the checks again on recorded runs (rewrites their "
                                "verdict.json; exit 0 all passed, 1 some failed)")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders (results/<run-id>)")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                   help="run folders (results/<run-id>), or a folder of them (results)")
     p.add_argument("--spark-master", default=None, metavar="URL",
                    help="Spark master (default: local mode)")
     p.set_defaults(command=cmd_verify)
 
     p = command("report", help="a suite summary of runs: index.html and checks.parquet "
                                "(runs without a verdict are verified first)")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders (results/<run-id>)")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                   help="run folders (results/<run-id>), or a folder of them (results)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="where the suite summary goes (default: the runs' parent folder)")
     p.add_argument("--rewrite-runs", action="store_true",
@@ -250,6 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _complete_scenarios(prefix: str, **kwargs) -> list[str]:
+    """Shell completion of a SCENARIO: the library's names, then .yaml files and folders."""
+    names = [p.stem for p in _library_files(library_dir()) if p.stem.startswith(prefix)]
+    from argcomplete.completers import FilesCompleter   # only ever called by argcomplete
+    return names + list(FilesCompleter(("yaml", "yml"))(prefix, **kwargs))
+
+
 SCENARIO_ARGS = ("scenario files, folders of them, or names from `hdfs-chaos list` "
                  "(client-crash-after-hflush: scenarios/client-crash-after-hflush.yaml)")
 
@@ -266,7 +283,7 @@ def _add_explore(command) -> None:
     p.add_argument("--workers", type=int, default=2, help="runs in parallel")
     p.add_argument("--out", default="explore", metavar="DIR", help="output folder")
     p.add_argument("--resume", action="store_true", help="go on with the exploration in --out")
-    p.add_argument("--max-schedules", type=int, default=None,
+    p.add_argument("--max-schedules", type=int, default=None, metavar="N",
                    help="stop exploring after this many schedules (shrinking still runs)")
     p.add_argument("--system", choices=("minihdfs", "hadoop"), default=None,
                    help="the system explored (default: the base's cluster.system); on hadoop "
@@ -637,14 +654,30 @@ def scenario_json(verdict: Any) -> dict:
 
 
 def _run_dirs(arguments: Iterable[str]) -> list[str]:
+    """The run folders named: a folder of runs (results/) stands for the runs in it (the
+    folders with events/), and the suite report's own plots/ (beside its index.html, which
+    `results/*/` also matches) is passed over."""
+    arguments = list(arguments)
     missing = [d for d in arguments if not Path(d).is_dir()]
     if missing:
         raise UserError(f"not a run folder: {', '.join(missing)}")
+    run_dirs: list[str] = []
+    for argument in arguments:
+        folder = Path(argument)
+        if not (folder / "events").is_dir():
+            if folder.name == "plots" and (folder.parent / "index.html").is_file() \
+                    and len(arguments) > 1:
+                continue
+            inner = sorted(p for p in folder.iterdir() if (p / "events").is_dir())
+            if inner:
+                run_dirs += [str(p) for p in inner]
+                continue
+        run_dirs.append(argument)
     from harness.rundir import check_run_dirs   # before a JVM starts: one line, exit 2
-    problem = check_run_dirs(list(arguments))
+    problem = check_run_dirs(run_dirs)
     if problem:
         raise UserError(problem)
-    return list(arguments)
+    return run_dirs
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

@@ -487,19 +487,43 @@ def test_report_passes_rewrite_runs_when_asked(capsys, monkeypatch, tmp_path):
                    f"{tmp_path / 's' / 'index.html'}\n")
 
 
-def test_shell_completion_with_argcomplete(tmp_path):
+@pytest.mark.parametrize("line, completions", [
+    ("hdfs-chaos run --fail", ["--fail-fast"]),
+    ("hdfs-chaos validate client-crash-a", ["client-crash-after-hflush"]),   # a library name
+])
+def test_shell_completion_with_argcomplete(tmp_path, line, completions):
     pytest.importorskip("argcomplete")
     answer = tmp_path / "completions"
-    line = "hdfs-chaos run --fail"
     env = dict(os.environ, _ARGCOMPLETE="1", COMP_LINE=line, COMP_POINT=str(len(line)),
                _ARGCOMPLETE_IFS="\n", _ARGCOMPLETE_STDOUT_FILENAME=str(answer),
                PYTHONPATH=str(REPO))
     done = subprocess.run([sys.executable, "-m", "harness.cli"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert answer.read_text().split() == ["--fail-fast"]
+    assert answer.read_text().split() == completions
 
 
 def test_completion_is_an_optional_dependency():
     text = (REPO / "pyproject.toml").read_text()
     assert 'completion = ["argcomplete' in text
+
+
+def test_report_takes_a_folder_of_runs_and_passes_over_its_own_plots(capsys, monkeypatch,
+                                                                      tmp_path):
+    runs = [tmp_path / "r1", tmp_path / "r2"]
+    for folder in runs:
+        (folder / "events").mkdir(parents=True)
+        (folder / "events" / "nn.jsonl").write_text("")
+        (folder / "scenario.yaml").write_text(EXAMPLE.read_text())
+        (folder / "verdict.json").write_text(json.dumps({"passed": True}))
+    (tmp_path / "plots").mkdir()                    # what an earlier report left
+    (tmp_path / "index.html").write_text("")
+    calls = []
+    fake_module(monkeypatch, "harness.reconcile.api",
+                build_suite_report=lambda dirs, out, rewrite_runs: calls.append((dirs, out))
+                or str(Path(out) / "index.html"))
+    assert run(capsys, "report", str(tmp_path))[0] == 0
+    assert run(capsys, "report", *(str(p) for p in sorted(tmp_path.iterdir()) if p.is_dir()))[0] == 0
+    assert calls == [([str(r) for r in runs], str(tmp_path))] * 2
+    code, _, err = run(capsys, "report", str(tmp_path / "plots"))   # named alone: an error
+    assert code == 2 and "not the folder of a run" in err
