@@ -2,7 +2,7 @@
 
     hdfs-chaos validate SCENARIO... exit 0 valid, 2 invalid (one error per line on stderr)
     hdfs-chaos run SCENARIO...      exit 0 all passed, 1 some failed, 2 bad input
-                                    (-k PATTERN, --fail-fast, --json)
+                                    (-k PATTERN, --repeat N, --fail-fast, --json)
     hdfs-chaos diff SCENARIO...     each scenario on mini-HDFS and Hadoop, diff.html
     hdfs-chaos verify RUN_DIR...    re-run the checks on recorded runs (same exit codes)
     hdfs-chaos report RUN_DIR...    a suite summary (index.html, checks.parquet)
@@ -186,6 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-fast", action="store_true",
                    help="stop after the first failed scenario (each is verified as soon as "
                         "it ran; the runs so far keep their verdicts and reports)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run each scenario N times in a row (each run its own folder; the "
+                        "same seed unless --seed), to see whether its verdict holds")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per scenario on stdout (name, verdict, run_dir, "
                         "failed_checks, unmet_expectations, error, run_status); the "
@@ -217,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep the clusters' storage after the runs")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(command=cmd_diff, backend="local", select=None, fail_fast=False,
-                   json=False)
+                   json=False, repeat=1)
 
     p = command("verify", help="run the checks again on recorded runs (rewrites their "
                                "verdict.json; exit 0 all passed, 1 some failed)")
@@ -580,6 +583,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         files = select(files, scenarios, args.select)
         issues = [i for i in issues if i.file in files]
         scenarios = {path: sc for path, sc in scenarios.items() if path in files}
+    if args.repeat < 1:
+        raise UserError(f"--repeat {args.repeat}: give a number of runs, 1 or more")
+    files = [path for path in files for _ in range(args.repeat)]
     if args.system == "both":
         if args.fail_fast or args.json:
             raise UserError("--fail-fast and --json do not work with --system both: use "

@@ -527,3 +527,15 @@ def test_report_takes_a_folder_of_runs_and_passes_over_its_own_plots(capsys, mon
     assert calls == [([str(r) for r in runs], str(tmp_path))] * 2
     code, _, err = run(capsys, "report", str(tmp_path / "plots"))   # named alone: an error
     assert code == 2 and "not the folder of a run" in err
+
+
+def test_run_repeat_runs_each_scenario_n_times_in_a_row(capsys, monkeypatch, tmp_path):
+    paths = _library(tmp_path, "a", "b")
+    calls = []
+    fake_module(monkeypatch, "harness.runner",
+                run_scenarios=lambda files, *rest: calls.append(files)
+                or [{"passed": True} for _ in files])
+    assert run(capsys, "run", str(tmp_path), "--repeat", "3", "--quiet")[0] == 0
+    assert calls == [[paths[0]] * 3 + [paths[1]] * 3]
+    code, _, err = run(capsys, "run", str(tmp_path), "--repeat", "0")
+    assert code == 2 and err == "hdfs-chaos: error: --repeat 0: give a number of runs, 1 or more\n"
