@@ -4,11 +4,14 @@
 .PHONY: run test setup bench clean
 
 # The main job: the scenario library on the local backend, a verdict per scenario,
-# and a suite report over all runs, in results/.
+# and a suite report over all runs, in results/. The report is written whatever the
+# verdicts (not after bad input, exit 2: nothing ran); then the recipe fails with
+# hdfs-chaos run's exit code (1: a scenario failed).
 run:
-	tools/setup.sh
-	.venv/bin/hdfs-chaos run scenarios/*.yaml --results results
-	.venv/bin/hdfs-chaos report results/*/ --out results
+	@tools/setup.sh
+	@status=0; .venv/bin/hdfs-chaos run scenarios/*.yaml --out results || status=$$?; \
+	if [ $$status -le 1 ]; then .venv/bin/hdfs-chaos report results --out results || exit $$?; fi; \
+	exit $$status
 
 # All tests (tox): unit, integration, verifier, the scenario library on the local
 # backend, and on the docker backend where a Docker engine answers (setup starts one

@@ -1,14 +1,19 @@
 """The `hdfs-chaos` command line (ARCHITECTURE.md, "Command line").
 
-    hdfs-chaos validate FILE...     exit 0 valid, 2 invalid (one error per line on stderr)
-    hdfs-chaos run FILE...          exit 0 all passed, 1 some failed, 2 bad input
-    hdfs-chaos diff FILE...         each scenario on mini-HDFS and Hadoop, diff.html
+    hdfs-chaos validate SCENARIO... exit 0 valid, 2 invalid (one error per line on stderr)
+    hdfs-chaos run SCENARIO...      exit 0 all passed, 1 some failed, 2 bad input
+                                    (-k PATTERN, --repeat N, --fail-fast, --json)
+    hdfs-chaos diff SCENARIO...     each scenario on mini-HDFS and Hadoop, diff.html
     hdfs-chaos verify RUN_DIR...    re-run the checks on recorded runs (same exit codes)
-    hdfs-chaos report RUN_DIR...    (re)build report.html and a suite summary
+    hdfs-chaos report RUN_DIR...    a suite summary (index.html, checks.parquet)
     hdfs-chaos list                 the scenario library
     hdfs-chaos schema               the JSON Schema of scenarios
     hdfs-chaos image build|ls|rm    the cluster images
     hdfs-chaos cleanup              remove what crashed runs left behind
+    hdfs-chaos explore BASE.yaml    explore fault schedules of a base scenario
+
+A SCENARIO is a file, a folder of them, or a name that `list` shows. Every command's
+output folder is --out DIR.
 
 The commands that start clusters or Spark live in other modules, imported only when
 used, so `validate` and `list` stay fast and a missing piece is one clear line. Errors a
@@ -19,10 +24,15 @@ HDFS_CHAOS_DEBUG=1 to see one).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fnmatch
 import importlib
+import json
 import os
+import re
 import shutil
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -43,12 +53,16 @@ class UserError(Exception):
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     parser = build_parser()
+    _autocomplete(parser)
     args = parser.parse_args(argv)
     try:
         return args.command(args)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:   # `hdfs-chaos list | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
     except ScenarioError as e:
         for issue in e.issues:
             print(issue, file=sys.stderr)
@@ -58,6 +72,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"{PROG}: error: {_one_line(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def _autocomplete(parser: argparse.ArgumentParser) -> None:
+    """Shell completion (argcomplete, the `completion` extra): answers the shell's request
+    and exits when one is pending, does nothing otherwise or when argcomplete is missing."""
+    if "_ARGCOMPLETE" not in os.environ:
+        return
+    try:
+        import argcomplete
+    except ImportError:
+        return
+    argcomplete.autocomplete(parser)
 
 
 def _is_user_error(exc: BaseException) -> bool:
@@ -73,22 +99,73 @@ def _one_line(exc: BaseException) -> str:
     return text
 
 
+def version() -> str:
+    """The installed package's version (its metadata), as `--version` shows it."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+    try:
+        return installed(PROG)
+    except PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Adds "(default: X)" to an option's help unless it says its default already, or has
+    none worth showing (None, a flag's False)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.option_strings and "default" not in text and text != argparse.SUPPRESS
+                and action.default not in (None, False, argparse.SUPPRESS)):
+            text += " (default: %(default)s)"
+        return text
+
+
+class _DeprecatedAlias(argparse.Action):
+    """An old option name kept for a release: sets the new option's value and says, on
+    stderr, which name to use instead."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{PROG}: note: {option_string} is deprecated and goes in a later release; "
+              f"use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def _out_option(p: argparse.ArgumentParser, default: str | None, help: str) -> None:
+    """--out DIR, the one name of every command's output folder; --results, its old name
+    for run and diff, still works (hidden, with a note)."""
+    p.add_argument("--out", default=default, metavar="DIR", help=help)
+    p.add_argument("--results", dest="out", metavar="DIR", action=_DeprecatedAlias,
+                   new="--out")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Chaos tests for HDFS write-path recovery: run YAML "
-                               "scenarios against a mini-HDFS and verify what recovery did.")
+        prog=PROG, formatter_class=_HelpFormatter,
+        description="Chaos tests for HDFS write-path recovery: run YAML scenarios against a "
+                    "mini-HDFS and verify what recovery did.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="name", metavar="COMMAND", required=True)
 
-    p = commands.add_parser("validate", help="check scenario files (exit 0 valid, 2 invalid)")
-    p.add_argument("files", nargs="+", metavar="FILE", help="scenario files or folders")
+    def command(name: str, **kwargs) -> argparse.ArgumentParser:
+        return commands.add_parser(name, formatter_class=_HelpFormatter,
+                                   description=kwargs.get("help"), **kwargs)
+
+    p = command("validate", help="check scenario files (exit 0 valid, 2 invalid)")
+    p.add_argument("files", nargs="+", metavar="SCENARIO",
+                   help=SCENARIO_ARGS).completer = _complete_scenarios
     p.set_defaults(command=cmd_validate)
 
-    p = commands.add_parser("list", help="the scenario library")
+    p = command("list", help="the scenario library: name and description of each scenario")
     p.add_argument("--dir", default=None, help="library folder (default: ./scenarios, else "
                                                "the repository's scenarios/)")
     p.set_defaults(command=cmd_list)
 
-    p = commands.add_parser("schema", help="print the JSON Schema of scenarios")
+    p = command("schema", help="print the JSON Schema of scenarios")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--write", nargs="?", const=str(SCHEMA_PATH), metavar="PATH",
                        help=f"write it to PATH (default: {SCHEMA_PATH.relative_to(REPO_ROOT)})")
@@ -96,12 +173,26 @@ def build_parser() -> argparse.ArgumentParser:
                        help="exit 1 if the published schema is out of date")
     p.set_defaults(command=cmd_schema)
 
-    p = commands.add_parser("run", help="run scenarios (exit 0 all passed, 1 some failed, "
-                                        "2 bad input)")
-    p.add_argument("files", nargs="+", metavar="FILE", help="scenario files or folders")
-    p.add_argument("--backend", choices=("local", "docker"), default="local")
-    p.add_argument("--results", default="results", metavar="DIR",
-                   help="where run folders go (default: results)")
+    p = command("run", help="run scenarios (exit 0 all passed, 1 some failed, 2 bad input)")
+    p.add_argument("files", nargs="+", metavar="SCENARIO",
+                   help=SCENARIO_ARGS).completer = _complete_scenarios
+    p.add_argument("--backend", choices=("local", "docker"), default="local",
+                   help="where the cluster runs: local processes, or Docker containers "
+                        "(hdfs-chaos image build first)")
+    _out_option(p, "results", "where run folders go")
+    p.add_argument("-k", dest="select", action="append", default=None, metavar="PATTERN",
+                   help="run only the scenarios whose name (or file name) contains PATTERN, "
+                        "or matches it as a glob (*, ?, [..]); repeat for more")
+    p.add_argument("--fail-fast", action="store_true",
+                   help="stop after the first failed scenario (each is verified as soon as "
+                        "it ran; the runs so far keep their verdicts and reports)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run each scenario N times in a row (each run its own folder; the "
+                        "same seed unless --seed), to see whether its verdict holds")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object per scenario on stdout (name, verdict, run_dir, "
+                        "failed_checks, unmet_expectations, error, run_status); the "
+                        "result lines go to stderr")
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="override every scenario's seed")
     p.add_argument("--keep", action="store_true",
@@ -115,66 +206,87 @@ def build_parser() -> argparse.ArgumentParser:
                         "implies --system hadoop)")
     p.set_defaults(command=cmd_run)
 
-    p = commands.add_parser("diff", help="run each scenario on the mini-HDFS and on Apache "
-                                         "Hadoop, write <results>/diff.html and diff.parquet "
-                                         "(exit 0 all runs passed, 1 some failed, 2 bad input)")
-    p.add_argument("files", nargs="+", metavar="FILE", help="scenario files or folders")
+    p = command("diff", help="run each scenario on the mini-HDFS and on Apache Hadoop, "
+                             "write <out>/diff.html and diff.parquet (exit 0 all runs "
+                             "passed, 1 some failed, 2 bad input)")
+    p.add_argument("files", nargs="+", metavar="SCENARIO",
+                   help=SCENARIO_ARGS).completer = _complete_scenarios
     p.add_argument("--hadoop-version", default=None, metavar="V",
                    help="the Apache Hadoop release (default 3.4.2)")
-    p.add_argument("--results", default="results", metavar="DIR",
-                   help="where run folders and the diff go (default: results)")
+    _out_option(p, "results", "where run folders and the diff go")
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="override every scenario's seed (the same on both systems)")
     p.add_argument("--keep", action="store_true",
                    help="keep the clusters' storage after the runs")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.set_defaults(command=cmd_diff, backend="local")
+    p.set_defaults(command=cmd_diff, backend="local", select=None, fail_fast=False,
+                   json=False, repeat=1)
 
-    p = commands.add_parser("verify", help="run the checks again on recorded runs")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    p = command("verify", help="run the checks again on recorded runs (rewrites their "
+                               "verdict.json; exit 0 all passed, 1 some failed)")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                   help="run folders (results/<run-id>), or a folder of them (results)")
     p.add_argument("--spark-master", default=None, metavar="URL",
                    help="Spark master (default: local mode)")
     p.set_defaults(command=cmd_verify)
 
-    p = commands.add_parser("report", help="(re)build report.html and a suite summary")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    p = command("report", help="a suite summary of runs: index.html and checks.parquet "
+                               "(runs without a verdict are verified first)")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                   help="run folders (results/<run-id>), or a folder of them (results)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="where the suite summary goes (default: the runs' parent folder)")
+    p.add_argument("--rewrite-runs", action="store_true",
+                   help="also redraw every run's report.html and plots (by default a run's "
+                        "folder is left as it is; only a run without report.html gets one)")
     p.set_defaults(command=cmd_report)
 
-    p = commands.add_parser("image", help="build, list or remove the cluster images")
+    p = command("image", help="build, list or remove the cluster images")
     image = p.add_subparsers(dest="image_command", metavar="ACTION", required=True)
-    q = image.add_parser("build", help="build the cluster and Toxiproxy images (skipped "
-                                       "when up to date)")
-    q.add_argument("--only", choices=("cluster", "toxiproxy"), default=None)
+    q = image.add_parser("build", formatter_class=_HelpFormatter,
+                         help="build the cluster and Toxiproxy images (skipped when up to date)")
+    q.add_argument("--only", choices=("cluster", "toxiproxy"), default=None,
+                   help="build only this image (default: both)")
     q.add_argument("--toxiproxy-binary", default=None, metavar="PATH",
                    help="toxiproxy-server to package (default: tools/bin/toxiproxy-server)")
     q.set_defaults(command=cmd_image_build)
     image.add_parser("ls", help="list the project's images").set_defaults(command=cmd_image_ls)
-    q = image.add_parser("rm", help="remove stale images (all of them with --all)")
-    q.add_argument("--all", action="store_true")
+    q = image.add_parser("rm", formatter_class=_HelpFormatter,
+                         help="remove stale images (all of them with --all)")
+    q.add_argument("--all", action="store_true",
+                   help="remove the current images too, not only stale ones")
     q.set_defaults(command=cmd_image_rm)
 
-    p = commands.add_parser("cleanup", help="remove containers, networks and processes "
-                                            "left by crashed runs")
+    p = command("cleanup", help="remove containers, networks and processes left by crashed runs")
     p.set_defaults(command=cmd_cleanup)
-    _add_explore(commands)
+    _add_explore(command)
     return parser
+
+
+def _complete_scenarios(prefix: str, **kwargs) -> list[str]:
+    """Shell completion of a SCENARIO: the library's names, then .yaml files and folders."""
+    names = [p.stem for p in _library_files(library_dir()) if p.stem.startswith(prefix)]
+    from argcomplete.completers import FilesCompleter   # only ever called by argcomplete
+    return names + list(FilesCompleter(("yaml", "yml"))(prefix, **kwargs))
+
+
+SCENARIO_ARGS = ("scenario files, folders of them, or names from `hdfs-chaos list` "
+                 "(client-crash-after-hflush: scenarios/client-crash-after-hflush.yaml)")
 
 
 # -- explore (issue 19; harness/explore) ---------------------------------------------------------
 
-def _add_explore(commands) -> None:
-    p = commands.add_parser("explore", help="explore fault schedules at the failure points of a "
-                                            "base scenario (exit 0 no finding, 1 findings)")
+def _add_explore(command) -> None:
+    p = command("explore", help="explore fault schedules at the failure points of a "
+                                "base scenario (exit 0 no finding, 1 findings)")
     p.add_argument("base", metavar="BASE.yaml", help="the base scenario (a workload, no faults "
                                                     "needed); explore-bases/ has some")
     p.add_argument("--budget", default="1h", help="how long to explore, e.g. 90s, 30min, 1h")
     p.add_argument("--depth", type=int, default=2, help="faults per schedule at most (1 or 2)")
     p.add_argument("--workers", type=int, default=2, help="runs in parallel")
-    p.add_argument("--out", default="explore", help="output folder (default: explore/)")
+    p.add_argument("--out", default="explore", metavar="DIR", help="output folder")
     p.add_argument("--resume", action="store_true", help="go on with the exploration in --out")
-    p.add_argument("--max-schedules", type=int, default=None,
+    p.add_argument("--max-schedules", type=int, default=None, metavar="N",
                    help="stop exploring after this many schedules (shrinking still runs)")
     p.add_argument("--system", choices=("minihdfs", "hadoop"), default=None,
                    help="the system explored (default: the base's cluster.system); on hadoop "
@@ -214,7 +326,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
 # -- scenario files ------------------------------------------------------------------------------
 
 def scenario_files(arguments: Iterable[str]) -> list[str]:
-    """The files named, folders expanded to their *.yaml / *.yml files (sorted)."""
+    """The files named, folders expanded to their *.yaml / *.yml files (sorted), and a
+    scenario name (as `list` shows it) resolved to its file in the library."""
     files: list[str] = []
     for argument in arguments:
         path = Path(argument)
@@ -223,9 +336,41 @@ def scenario_files(arguments: Iterable[str]) -> list[str]:
             if not found:
                 raise UserError(f"{argument}: no .yaml scenario files in this folder")
             files += [str(p) for p in found]
+        elif not path.exists() and _looks_like_a_name(argument):
+            files.append(str(_library_file(argument)))
         else:
             files.append(argument)
     return files
+
+
+def _looks_like_a_name(argument: str) -> bool:
+    """A bare scenario name: no folder, no .yaml/.yml ending (a missing file is reported
+    as one by the loader)."""
+    return os.sep not in argument and "/" not in argument \
+        and Path(argument).suffix not in (".yaml", ".yml")
+
+
+def _library_file(name: str) -> Path:
+    """The library file of scenario `name`: NAME.yaml (or .yml), else the file whose
+    `name:` is NAME; a one-line error naming the closest names otherwise."""
+    folder = library_dir()
+    for suffix in (".yaml", ".yml"):
+        if (folder / (name + suffix)).is_file():
+            return folder / (name + suffix)
+    names = {}
+    for path in _library_files(folder):
+        scenario, _ = check_scenario_file(path)
+        names[scenario.name if scenario is not None else path.stem] = path
+    if name in names:
+        return names[name]
+    from harness.scenario.issues import did_you_mean
+    raise UserError(f"{name}: no such file, and no scenario of that name in {folder}/"
+                    f"{did_you_mean(name, names) or ' (hdfs-chaos list shows them)'}")
+
+
+def _library_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*.y*ml") if p.suffix in (".yaml", ".yml")) \
+        if folder.is_dir() else []
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -248,8 +393,7 @@ def library_dir(explicit: str | None = None) -> Path:
 
 def cmd_list(args: argparse.Namespace) -> int:
     folder = library_dir(args.dir)
-    files = sorted(p for p in folder.glob("*.y*ml") if p.suffix in (".yaml", ".yml")) \
-        if folder.is_dir() else []
+    files = _library_files(folder)
     if not files:
         print(f"no scenarios in {folder}/ yet", file=sys.stderr)
         return EXIT_OK
@@ -259,15 +403,38 @@ def cmd_list(args: argparse.Namespace) -> int:
         if scenario is None:
             rows.append((path.stem, f"(invalid: {len(issues)} problem"
                                     f"{'s' if len(issues) != 1 else ''}; "
-                                    f"hdfs-chaos validate {path})"))
+                                    f"hdfs-chaos validate {path})", False))
         else:
-            first = next((line.strip() for line in scenario.description.splitlines()
-                          if line.strip()), "")
-            rows.append((scenario.name, first))
-    width = max(len(name) for name, _ in rows)
-    for name, text in rows:
-        print(f"{name:<{width}}  {text}".rstrip())
+            rows.append((scenario.name, first_sentence(scenario.description), True))
+    width = max(len(name) for name, _, _ in rows)
+    columns = shutil.get_terminal_size((100, 24)).columns
+    room = max(columns - width - 2, 30)   # a narrow terminal still gets readable lines
+    for name, text, wrap in rows:   # the description wrapped, a command kept on its line
+        lines = textwrap.wrap(text, room, break_on_hyphens=False, break_long_words=False) \
+            if wrap else [text]
+        lines = lines or [""]
+        print(f"{name:<{width}}  {lines[0]}".rstrip())
+        for line in lines[1:]:
+            print(f"{'':<{width}}  {line}")
     return EXIT_OK
+
+
+def first_sentence(description: str) -> str:
+    """The description's first sentence, whole: up to the first full stop outside brackets
+    that ends a word (not an abbreviation such as e.g.) and is followed by a space, or the
+    end of the first paragraph; its line breaks joined."""
+    text = " ".join(description.strip().split("\n\n", 1)[0].split())
+    depth = 0
+    for i, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        elif char in ".!?" and depth == 0 and (i + 1 == len(text) or text[i + 1] == " "):
+            word = text[:i].rsplit(" ", 1)[-1]
+            if "." not in word:   # e.g. / i.e.: the stop inside an abbreviation
+                return text[:i + 1]
+    return text
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -370,7 +537,7 @@ class _Progress:
 _progress = _Progress()
 
 
-def cmd_diff(args: argparse.Namespace) -> int:
+def cmd_diff(args: argparse.Namespace, files: list[str] | None = None) -> int:
     """Each scenario on both systems, then diff.html (harness/diffrun.py)."""
     if args.backend != "local":
         raise UserError("--system both runs on the local backend only: drop --backend")
@@ -380,16 +547,50 @@ def cmd_diff(args: argparse.Namespace) -> int:
             raise UserError(f"--hadoop-version {args.hadoop_version!r} is not a release "
                             f"number: use e.g. {DEFAULT_VERSION}")
     run_both = _function("harness.diffrun", "run_both", "diff")
-    return _exit_for(run_both(scenario_files(args.files), args.backend, args.results,
-                              args.seed, args.keep, None if args.quiet else _progress,
-                              args.hadoop_version))
+    files = scenario_files(args.files) if files is None else files
+    return _exit_for(run_both(files, args.backend, args.out, args.seed, args.keep,
+                              None if args.quiet else _progress, args.hadoop_version))
+
+
+def select(files: list[str], scenarios: dict, patterns: Sequence[str]) -> list[str]:
+    """The files whose scenario name (or, for a file that does not load, its file name)
+    matches one of `patterns`, case-insensitively: a glob when it has *, ? or [, else a
+    substring, as pytest -k's simple form."""
+    def matches(name: str, pattern: str) -> bool:
+        name, pattern = name.lower(), pattern.lower()
+        if any(c in pattern for c in "*?["):
+            return fnmatch.fnmatchcase(name, pattern)
+        return pattern in name
+
+    chosen = []
+    for path in files:
+        names = {Path(path).stem}
+        if scenarios.get(path) is not None:
+            names.add(scenarios[path].name)
+        if any(matches(n, p) for n in names for p in patterns):
+            chosen.append(path)
+    if not chosen:
+        shown = " ".join(f"-k {p}" for p in patterns)
+        raise UserError(f"{shown}: no scenario matches (of {len(files)} given; "
+                        f"hdfs-chaos list shows the names)")
+    return chosen
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.system == "both":
-        return cmd_diff(args)
     files = scenario_files(args.files)
     scenarios, issues = validate_files(files)
+    if args.select:
+        files = select(files, scenarios, args.select)
+        issues = [i for i in issues if i.file in files]
+        scenarios = {path: sc for path, sc in scenarios.items() if path in files}
+    if args.repeat < 1:
+        raise UserError(f"--repeat {args.repeat}: give a number of runs, 1 or more")
+    files = [path for path in files for _ in range(args.repeat)]
+    if args.system == "both":
+        if args.fail_fast or args.json:
+            raise UserError("--fail-fast and --json do not work with --system both: use "
+                            "hdfs-chaos diff, whose diff.html compares the systems")
+        return cmd_diff(args, files)
     if issues:
         for issue in issues:
             print(issue, file=sys.stderr)
@@ -409,20 +610,80 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
     run_scenarios = _function("harness.runner", "run_scenarios", "run")
     chosen = {"system": system, "hadoop_version": args.hadoop_version} if system else {}
-    outcome = run_scenarios(files, args.backend, args.results, args.seed, args.keep,
-                            None if args.quiet else _progress, **chosen)
-    return _exit_for(outcome)
+    progress = None if args.quiet else _progress
+    # --fail-fast runs (and verifies) one scenario at a time, to know a failure at once;
+    # otherwise all run first and are verified in one Spark batch, which is far cheaper.
+    batches = [[path] for path in files] if args.fail_fast else [files]
+    outcomes = []
+    for done, batch in enumerate(batches, 1):
+        # with --json, stdout holds the JSON lines only: the result lines go to stderr
+        with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+            outcome = run_scenarios(batch, args.backend, args.out, args.seed, args.keep,
+                                    progress, **chosen)
+        outcomes.append(outcome)
+        if args.json:
+            for verdict in _verdicts(outcome):
+                print(json.dumps(scenario_json(verdict)), flush=True)
+        if args.fail_fast and _exit_for(outcome) != EXIT_OK and done < len(batches):
+            left = len(batches) - done
+            print(f"{PROG}: --fail-fast: stopped after a failure; {left} scenario"
+                  f"{'s' if left != 1 else ''} not run", file=sys.stderr)
+            break
+    return max(_exit_for(o) for o in outcomes)
+
+
+def _verdicts(outcome: Any) -> list:
+    """The verdicts in what a runner returned (a list of them, or one)."""
+    if isinstance(outcome, dict):
+        return [outcome] if "passed" in outcome else list(outcome.values())
+    if isinstance(outcome, (list, tuple)):
+        return list(outcome)
+    return []
+
+
+def scenario_json(verdict: Any) -> dict:
+    """What `run --json` prints for one scenario: name, verdict (pass or fail), run folder,
+    the checks that failed or broke, the expectations not met, and why a run failed
+    without a check failing (an error, a run that did not complete)."""
+    def get(key: str, default: Any = None) -> Any:
+        if isinstance(verdict, dict):
+            return verdict.get(key, default)
+        return getattr(verdict, key, default)
+
+    return {"name": get("scenario"), "verdict": "pass" if _passed(verdict) else "fail",
+            "run_dir": get("run_dir"),
+            "failed_checks": [c.get("id") for c in get("checks") or []
+                              if c.get("status") in ("fail", "error")],
+            "unmet_expectations": [e.get("what") for e in get("expect") or []
+                                   if e.get("status") == "fail"],
+            "error": get("error"), "run_status": get("run_status", "completed")}
 
 
 def _run_dirs(arguments: Iterable[str]) -> list[str]:
+    """The run folders named: a folder of runs (results/) stands for the runs in it (the
+    folders with events/), and the suite report's own plots/ (beside its index.html, which
+    `results/*/` also matches) is passed over."""
+    arguments = list(arguments)
     missing = [d for d in arguments if not Path(d).is_dir()]
     if missing:
         raise UserError(f"not a run folder: {', '.join(missing)}")
+    run_dirs: list[str] = []
+    for argument in arguments:
+        folder = Path(argument)
+        if not (folder / "events").is_dir():
+            if folder.name == "plots" and (folder.parent / "index.html").is_file() \
+                    and len(arguments) > 1:
+                continue
+            inner = sorted(p for p in folder.iterdir() if (p / "events").is_dir())
+            if inner:
+                run_dirs += [str(p) for p in inner]
+                continue
+        run_dirs.append(argument)
     from harness.rundir import check_run_dirs   # before a JVM starts: one line, exit 2
-    problem = check_run_dirs(list(arguments))
+    problem = check_run_dirs(run_dirs)
     if problem:
         raise UserError(problem)
-    return list(arguments)
+    return run_dirs
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -439,10 +700,29 @@ def cmd_report(args: argparse.Namespace) -> int:
     run_dirs = _run_dirs(args.run_dirs)
     out = args.out or os.path.commonpath([str(Path(d).resolve().parent) for d in run_dirs])
     build_suite_report = _function("harness.reconcile.api", "build_suite_report", "report")
-    result = build_suite_report(run_dirs, out)
-    if result is not None:
-        print(result)
+    index = build_suite_report(run_dirs, out, rewrite_runs=args.rewrite_runs)
+    print(suite_summary(run_dirs, index or os.path.join(out, "index.html")))
     return EXIT_OK
+
+
+def suite_summary(run_dirs: Sequence[str], index: str) -> str:
+    """`N runs: X passed, Y failed; suite report: INDEX`, from the runs' verdict.json."""
+    passed = failed = missing = 0
+    for run_dir in run_dirs:
+        try:
+            with open(os.path.join(run_dir, "verdict.json"), encoding="utf-8") as f:
+                verdict = json.load(f)
+        except (OSError, ValueError):
+            missing += 1
+            continue
+        if isinstance(verdict, dict) and verdict.get("passed"):
+            passed += 1
+        else:
+            failed += 1
+    total = len(run_dirs)
+    none = f", {missing} without a verdict" if missing else ""
+    return (f"{total} run{'s' if total != 1 else ''}: {passed} passed, {failed} failed{none}; "
+            f"suite report: {index}")
 
 
 def cmd_image_build(args: argparse.Namespace) -> int:

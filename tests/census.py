@@ -148,7 +148,7 @@ class Harness:
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.log = open(os.path.join(results, "harness.out"), "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.cli", "run", scenario_path, "--results", results,
+            [sys.executable, "-m", "harness.cli", "run", scenario_path, "--out", results,
              "--backend", backend],
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
             cwd=ROOT, start_new_session=True)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything hdfs-chaos needs on this machine, idempotently:
 #   - Java 17, a runtime for PySpark, from Debian's packages when missing, as root,
-#   - a Python virtualenv in .venv with hdfs-chaos installed (editable) and its test tools,
+#   - a Python virtualenv in .venv with hdfs-chaos installed (editable), its test tools
+#     and argcomplete (shell completion),
 #   - Shopify's toxiproxy-server (built with `go install` into tools/bin/),
 #   - with --docker: a Docker engine and mmdebstrap (tools/setup_docker.sh), then the
 #     cluster and Toxiproxy images (skipped when an image of the same sources exists).
@@ -52,9 +53,16 @@ fi
 stamp=.venv/.hdfs-chaos-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   say "installing hdfs-chaos and its dependencies into .venv (PySpark is large: the first time takes a while)"
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[test]" tox \
-    || fail "pip install failed (see the messages above)"
+  # pip's own output (and setuptools' warnings about the editable install) goes to a
+  # log that is shown only when pip fails: the terminal keeps setup's one-line progress.
+  piplog=$(mktemp)
+  if ! { .venv/bin/python -m pip install -q --upgrade pip \
+         && .venv/bin/python -m pip install -q -e ".[test,completion]" tox; } >"$piplog" 2>&1; then
+    cat "$piplog" >&2
+    rm -f "$piplog"
+    fail "pip install failed (see pip's messages above)"
+  fi
+  rm -f "$piplog"
   touch "$stamp"
 fi
 

@@ -136,11 +136,11 @@ def build_run_report(run_dir: str) -> str:
     return write_run_report(run_dir, verdict)
 
 
-def build_suite_report(run_dirs: list[str], out_dir: str) -> str:
+def build_suite_report(run_dirs: list[str], out_dir: str, rewrite_runs: bool = False) -> str:
     """A summary of many runs in `out_dir`: index.html (pass/fail per scenario and check,
-    recovery-latency distributions) and checks.parquet, after each run's own report.html
-    (the suite links to them; `hdfs-chaos report` promises both). Runs without a
-    verdict.json are verified first. Returns the path of index.html."""
+    recovery-latency distributions) and checks.parquet. Runs without a verdict.json are
+    verified first. A run's own report.html (the suite links to it) is written only where
+    it is missing, or for every run with `rewrite_runs`. Returns the path of index.html."""
     from .report import write_run_report
     from .suite import write_suite_report
     missing = [d for d in run_dirs if read_verdict(d) is None]
@@ -150,7 +150,8 @@ def build_suite_report(run_dirs: list[str], out_dir: str) -> str:
     for d in run_dirs:
         v = read_verdict(d)
         if v is not None:
-            write_run_report(d, v)
+            if rewrite_runs or not os.path.exists(os.path.join(d, "report.html")):
+                write_run_report(d, v)
             verdicts.append(v)
             dirs[v.get("run_id")] = d
     return write_suite_report(verdicts, out_dir, dirs)

@@ -106,8 +106,11 @@ def _render(verdicts, table: pd.DataFrame, plots, out_dir, run_dirs) -> str:
     order = {c: i for i, c in enumerate(check_ids)}
     done = {id(v): exercised(v) for v in verdicts}
     scenarios = []
-    for scenario, group in sorted(table.groupby("scenario"), key=lambda g: str(g[0])):
-        runs = group["run_id"].nunique()
+    # every scenario of the verdicts: a run without checks (interrupted) still counts
+    for scenario in dict.fromkeys(v.get("scenario") for v in verdicts):
+        group = table.loc[table["scenario"] == scenario]
+        own = [v for v in verdicts if v.get("scenario") == scenario]
+        runs = len(own)
         cells = []
         for c in check_ids:
             sel = group.loc[group["check"] == c]
@@ -119,15 +122,16 @@ def _render(verdicts, table: pd.DataFrame, plots, out_dir, run_dirs) -> str:
                           "title": "; ".join(why)})
         # per check, how many of the scenario's runs exercised it
         counts: dict[str, int] = defaultdict(int)
-        for v in verdicts:
-            if v.get("scenario") == scenario:
-                for c in set(done[id(v)]):
-                    counts[c] += 1
+        for v in own:
+            for c in set(done[id(v)]):
+                counts[c] += 1
         scenarios.append({
             "name": str(scenario), "runs": runs, "cells": cells,
-            "passed": int(group.drop_duplicates("run_id")["passed"].sum()),
+            "passed": sum(1 for v in own if v.get("passed")),
             "exercised": [{"id": c, "runs": counts[c]}
                           for c in sorted(counts, key=lambda c: order.get(c, len(order)))]})
+    # failures first (the rows a reader came for), then by name
+    scenarios.sort(key=lambda s: (s["passed"] == s["runs"], s["name"]))
     rows = []
     for v in verdicts:
         rid = v.get("run_id")
@@ -136,10 +140,14 @@ def _render(verdicts, table: pd.DataFrame, plots, out_dir, run_dirs) -> str:
         if rdir and os.path.exists(os.path.join(rdir, "report.html")):
             link = os.path.relpath(os.path.join(rdir, "report.html"), out_dir)
         rows.append({"run_id": str(rid), "link": link, "scenario": str(v.get("scenario")),
-                     "passed": v.get("passed"), "exercised": done[id(v)],
+                     "passed": bool(v.get("passed")), "exercised": done[id(v)],
                      "checks": len(v.get("checks", [])),
                      "failed": [c["id"] for c in v.get("checks", [])
-                                if c.get("status") in ("fail", "error")]})
+                                if c.get("status") in ("fail", "error")],
+                     "unmet": [str(e.get("what")) for e in v.get("expect") or []
+                               if isinstance(e, dict) and e.get("status") == "fail"],
+                     "error": v.get("error")})
+    rows.sort(key=lambda r: r["passed"])   # failed runs first, else in the order given
     reasons = [{"check": c, "reason": r, "scenarios": sorted({str(x) for x in g["scenario"]})}
                for (c, r), g in table.dropna(subset=["reason"]).groupby(["check", "reason"])]
     return render("index.html.j2", runs_total=len(verdicts), reasons=reasons,

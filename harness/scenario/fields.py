@@ -549,7 +549,9 @@ class Struct(ValueType):
                 continue
             f = fields.get(key)
             if f is None:
-                ctx.error(knode, sub, f"unknown key {key!r}{did_you_mean(key, fields)}")
+                known = list(self.extra_keys) + list(fields)
+                hint = did_you_mean(key, known) or f"; {self.takes(path)}: {', '.join(known)}"
+                ctx.error(knode, sub, f"unknown key {key!r}{hint}")
                 continue
             if is_null(vnode):
                 # an empty value is "not given": the checks of keys one kind or op needs
@@ -575,6 +577,13 @@ class Struct(ValueType):
             return INVALID
         ctx.objects[path] = obj = self.cls(**values)
         return obj
+
+    def takes(self, path: str) -> str:
+        """Who takes the keys listed with an unknown key: `a partition fault takes`,
+        `faults[3].at takes`, `a scenario takes`."""
+        if self.name.startswith("fault."):
+            return f"a {self.name[len('fault.'):]} fault takes"
+        return f"{path} takes" if path else "a scenario takes"
 
     def schema(self, defs):
         if self.name not in defs:

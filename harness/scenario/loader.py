@@ -109,11 +109,8 @@ def _read(text: str, filename: str) -> tuple[Scenario | None, Context]:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        context = ""
-        if e.context and e.context_mark and e.context_mark is not mark:
-            context = f" ({e.context} on line {e.context_mark.line + 1})"
-        ctx.error(mark, "", f"invalid YAML: {e.problem}{context}{_flow_position_hint(e, text)}")
+        mark, message = yaml_problem(e, text)
+        ctx.error(mark, "", message)
         return None, ctx
     except yaml.YAMLError as e:
         ctx.error(None, "", f"invalid YAML: {e}")
@@ -128,6 +125,69 @@ def _read(text: str, filename: str) -> tuple[Scenario | None, Context]:
     if scenario is INVALID:
         return None, ctx
     return _with_source(scenario, filename, text), ctx
+
+
+def yaml_problem(e: yaml.MarkedYAMLError, text: str) -> tuple[Any, str]:
+    """(where, what to check there) for a YAML syntax error: the parser's problem said as
+    the mistake a person makes (an indentation, an unquoted ': ', an unclosed bracket or
+    quote), else the parser's own words."""
+    mark = e.problem_mark or e.context_mark
+    problem, context = str(e.problem or ""), str(e.context or "")
+    lines = text.splitlines()
+    line = lines[mark.line] if mark is not None and mark.line < len(lines) else ""
+    before = line[:mark.column] if mark is not None else ""
+    opened = f" on line {e.context_mark.line + 1}" if e.context_mark is not None else ""
+    found = re.match(r"expected <block end>, but found '?(.*?)'?$", problem)
+    if found:
+        if before.strip():   # text after a complete value, on the same line
+            return mark, ("unexpected text after a value: a value that goes on after a "
+                          "quoted string or a [...] / {...} must be quoted whole")
+        if found.group(1) == "-":
+            return mark, ("bad indentation: a list item where the mapping above expects "
+                          "a key (check that a list is indented under its key)")
+        if found.group(1) == "?":
+            return mark, ("bad indentation: a key where the list above expects items "
+                          "(check that the key lines up with the keys of its mapping)")
+        return mark, ("bad indentation: this line does not line up with the lines above it "
+                      "(check that the keys of one mapping line up, and the - of one list)")
+    if problem == "mapping values are not allowed here":
+        if re.search(r":(\s|$)", before):
+            return mark, ("a second ': ' on one line: a value that contains ': ' must be "
+                          "quoted (e.g. 'a: b')")
+        key = yaml.Mark(mark.name, mark.index, mark.line, len(line) - len(line.lstrip()),
+                        None, None)   # the key's own column, not its colon's
+        return key, ("bad indentation: this key is indented deeper than the keys above it "
+                     "(check that the keys of one mapping line up)")
+    if "found character '\\t'" in problem:
+        return mark, "a tab: YAML indents with spaces only (replace the tab with spaces)"
+    char = re.match(r"found character '(.)' that cannot start any token", problem)
+    if char:
+        return mark, (f"a value cannot start with {char.group(1)!r}: quote the whole value "
+                      f"(e.g. \"{char.group(1)}...\")")
+    flow = re.match(r"expected ',' or '([\]}])', but got '?(.*?)'?$", problem)
+    if flow:
+        bracket = "{" if flow.group(1) == "}" else "["
+        return mark, (f"the {bracket} opened{opened} is not closed (check for a missing "
+                      f"'{flow.group(1)}' or ','){_flow_position_hint(e, text)}")
+    if context == "while scanning a quoted scalar":
+        return e.context_mark, ("a quoted string that is never closed (check for its "
+                                "closing quote)")
+    if problem == "could not find expected ':'":
+        return e.context_mark or mark, ("a line without ':' inside a mapping (check that it "
+                                        "is `key: value`, or indent a value that goes on "
+                                        "from the line above)")
+    alias = re.match(r"found undefined alias '(.*)'", problem)
+    if alias:
+        return mark, (f"*{alias.group(1)} names no anchor: define &{alias.group(1)} before "
+                      "it is used")
+    anchor = re.match(r"found duplicate anchor '(.*)'", context)
+    if anchor:
+        return mark, f"anchor &{anchor.group(1)} is defined twice (first{opened})"
+    if problem == "but found another document":
+        return mark, ("a second YAML document (---): a scenario file holds one scenario "
+                      "(remove the --- line)")
+    where = f" ({context}{opened})" if context and e.context_mark is not mark else ""
+    return mark, f"invalid YAML: {problem}{where}"
 
 
 def _flow_position_hint(e: yaml.MarkedYAMLError, text: str) -> str:

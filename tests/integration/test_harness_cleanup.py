@@ -39,7 +39,7 @@ SCENARIO = textwrap.dedent("""\
 def _start_harness(tmp_path, tag):
     path = tmp_path / f"{tag}.yaml"
     path.write_text(SCENARIO.format(tag=tag))
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(path), "--results",
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(path), "--out",
                              str(tmp_path / "results")], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
     state = wait_for(lambda: _state_of(proc.pid), 60, what="the run's cluster to be up")

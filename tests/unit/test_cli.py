@@ -160,7 +160,7 @@ def test_run_exit_code_follows_the_verdicts(capsys, monkeypatch, verdicts, code)
         return verdicts
 
     fake_module(monkeypatch, "harness.runner", run_scenarios=run_scenarios)
-    got, _, err = run(capsys, "run", str(EXAMPLE), "--backend", "docker", "--results", "out",
+    got, _, err = run(capsys, "run", str(EXAMPLE), "--backend", "docker", "--out", "out",
                       "--seed", "3", "--keep")
     assert got == code
     assert calls == [([str(EXAMPLE)], "docker", "out", 3, True)]
@@ -222,16 +222,19 @@ def test_verify_and_report_call_the_reconciler(capsys, monkeypatch, tmp_path):
                 or [{"passed": True, "scenario": "s1"},
                     {"passed": False, "scenario": "s2",
                      "checks": [{"id": "D2", "status": "fail"}]}],
-                build_suite_report=lambda dirs, out: calls.append(("report", dirs, out))
-                or str(Path(out) / "index.html"))
+                build_suite_report=lambda dirs, out, rewrite_runs: calls.append(
+                    ("report", dirs, out, rewrite_runs)) or str(Path(out) / "index.html"))
     code, out, _ = run(capsys, "verify", *map(str, runs), "--spark-master", "spark://m:7077")
     assert code == 1
     assert out.splitlines() == [f"PASS s1 ({os.path.relpath(runs[0])})",
                                 f"FAIL s2 ({os.path.relpath(runs[1])}) — failed checks D2"]
+    (runs[0] / "verdict.json").write_text(json.dumps({"passed": True}))
+    (runs[1] / "verdict.json").write_text(json.dumps({"passed": False}))
     code, out, _ = run(capsys, "report", *map(str, runs))
-    assert code == 0 and out == f"{tmp_path / 'index.html'}\n"
+    assert code == 0
+    assert out == f"2 runs: 1 passed, 1 failed; suite report: {tmp_path / 'index.html'}\n"
     assert calls == [("verify", [str(r) for r in runs], "spark://m:7077"),
-                     ("report", [str(r) for r in runs], str(tmp_path))]
+                     ("report", [str(r) for r in runs], str(tmp_path), False)]
 
 
 def test_verify_of_a_folder_that_does_not_exist(capsys, tmp_path):
@@ -286,3 +289,253 @@ def test_explore_refuses_an_out_folder_of_another_exploration_without_resume(cap
     (tmp_path / "state.json").write_text("{}")
     assert cli.main(["explore", "explore-bases/append.yaml", "--out", str(tmp_path)]) == 2
     assert "add --resume" in capsys.readouterr().err
+
+
+# -- issue 29: the command line of a well-kept test tool ---------------------------------------
+
+def _subparsers(parser):
+    """(name, parser) of every command and subcommand."""
+    import argparse
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield name, sub
+                for inner, deeper in _subparsers(sub):
+                    yield f"{name} {inner}", deeper
+
+
+def test_version_comes_from_the_package_metadata(capsys):
+    from importlib.metadata import version
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["--version"])
+    assert caught.value.code == 0
+    assert capsys.readouterr().out == f"hdfs-chaos {version('hdfs-chaos')}\n"
+
+
+def test_every_option_has_help_and_every_default_is_shown():
+    import argparse
+    parser = cli.build_parser()
+    commands = dict(_subparsers(parser))
+    assert {"run", "diff", "report", "explore", "image build", "image rm"} <= set(commands)
+    for name, sub in commands.items():
+        text = " ".join(sub.format_help().split())
+        for action in sub._actions:
+            if not action.option_strings or action.help == argparse.SUPPRESS:
+                continue
+            assert action.help, f"{name} {action.option_strings[0]} has no help"
+            if action.default not in (None, False, argparse.SUPPRESS):
+                assert f"default: {action.default}" in text or "(default" in action.help, \
+                    f"{name} {action.option_strings[0]}: default {action.default!r} not shown"
+    explore = " ".join(commands["explore"].format_help().split())
+    assert "--budget BUDGET how long to explore, e.g. 90s, 30min, 1h (default: 1h)" in explore
+    run_help = " ".join(commands["run"].format_help().split())
+    assert "(default: local)" in run_help and "(default: results)" in run_help
+    assert "where the cluster runs" in run_help
+    assert "build only this image" in commands["image build"].format_help()
+    assert "remove the current images too" in commands["image rm"].format_help()
+
+
+def test_out_names_the_output_folder_and_results_is_a_hidden_alias(capsys, monkeypatch):
+    calls = []
+    fake_module(monkeypatch, "harness.runner",
+                run_scenarios=lambda files, backend, out, *rest: calls.append(out) or [])
+    code, _, err = run(capsys, "run", str(EXAMPLE), "--out", "o1", "--quiet")
+    assert code == 0 and err == ""
+    code, _, err = run(capsys, "run", str(EXAMPLE), "--results", "o2", "--quiet")
+    assert code == 0 and calls == ["o1", "o2"]
+    assert err == ("hdfs-chaos: note: --results is deprecated and goes in a later release; "
+                   "use --out\n")
+    for name in ("run", "diff"):
+        text = dict(_subparsers(cli.build_parser()))[name].format_help()
+        assert "--out DIR" in text and "--results" not in text
+
+
+def test_a_scenario_name_from_list_is_accepted_for_its_file(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)     # ./scenarios is the library
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "client-crash-after-hflush.yaml").write_text(EXAMPLE.read_text())
+    (tmp_path / "scenarios" / "other-file.yaml").write_text(
+        (CORPUS / "valid" / "every-feature.yaml").read_text())
+    library = Path("scenarios")
+    code, out, _ = run(capsys, "validate", "client-crash-after-hflush", "every-feature")
+    assert code == 0
+    assert out.splitlines() == [
+        f"{library / 'client-crash-after-hflush.yaml'}: ok (client-crash-after-hflush)",
+        f"{library / 'other-file.yaml'}: ok (every-feature)"]   # found by its name: field
+    calls = []
+    fake_module(monkeypatch, "harness.runner",
+                run_scenarios=lambda files, *rest: calls.append(files) or [{"passed": True}])
+    assert run(capsys, "run", "client-crash-after-hflush", "--quiet")[0] == 0
+    assert calls == [[str(library / "client-crash-after-hflush.yaml")]]
+    code, _, err = run(capsys, "run", "client-crash-after-hflsh")
+    assert code == 2 and err == ("hdfs-chaos: error: client-crash-after-hflsh: no such file, and "
+                                 "no scenario of that name in scenarios/ (did you mean "
+                                 "'client-crash-after-hflush'?)\n")
+    code, _, err = run(capsys, "validate", "missing.yaml")   # a file name stays a file name
+    assert (code, err) == (2, "missing.yaml: cannot read: No such file or directory\n")
+
+
+def test_list_shows_the_first_sentence_whole_and_wraps_it(capsys, monkeypatch, tmp_path):
+    text = EXAMPLE.read_text().replace("description: free text", "description: |\n"
+        "  A writer dies (e.g. by SIGKILL, as in seed 000: the lease. stays) right after\n"
+        "  its third hflush, holding an open block. Then the hard limit recovers it.")
+    assert text != EXAMPLE.read_text()
+    (tmp_path / "a.yaml").write_text(text)
+    monkeypatch.setenv("COLUMNS", "64")
+    code, out, _ = run(capsys, "list", "--dir", str(tmp_path))
+    assert code == 0
+    assert out.splitlines() == [
+        "client-crash-after-hflush  A writer dies (e.g. by SIGKILL, as in",
+        "                           seed 000: the lease. stays) right",
+        "                           after its third hflush, holding an",
+        "                           open block."]
+    assert cli.first_sentence("Uses e.g. tabs. More.") == "Uses e.g. tabs."
+    assert cli.first_sentence("No stop at all") == "No stop at all"
+
+
+def test_list_into_a_closed_pipe_is_quiet(tmp_path):
+    done = subprocess.run(f"{sys.executable} -m harness.cli list | head -1", shell=True,
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert len(done.stdout.splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
+
+
+def _library(tmp_path, *names):
+    """Copies of the example scenario under other names; returns their paths."""
+    paths = []
+    for name in names:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(EXAMPLE.read_text().replace("name: client-crash-after-hflush",
+                                                    f"name: {name}"))
+        paths.append(str(path))
+    return paths
+
+
+def test_run_k_selects_scenarios_by_substring_or_glob(capsys, monkeypatch, tmp_path):
+    paths = _library(tmp_path, "dn-crash-first", "dn-crash-last", "client-crash")
+    calls = []
+    fake_module(monkeypatch, "harness.runner",
+                run_scenarios=lambda files, *rest: calls.append(files) or [{"passed": True}])
+    assert run(capsys, "run", str(tmp_path), "-k", "DN-CRASH", "--quiet")[0] == 0
+    assert run(capsys, "run", str(tmp_path), "-k", "*-last", "-k", "client*", "--quiet")[0] == 0
+    assert calls == [paths[:2], [paths[2], paths[1]]]   # folder order: sorted
+    code, _, err = run(capsys, "run", str(tmp_path), "-k", "nothing")
+    assert code == 2 and err == ("hdfs-chaos: error: -k nothing: no scenario matches (of 3 "
+                                 "given; hdfs-chaos list shows the names)\n")
+    (tmp_path / "zz-broken.yaml").write_text(BROKEN.read_text())   # not selected: not an error
+    assert run(capsys, "run", str(tmp_path), "-k", "client", "--quiet")[0] == 0
+    assert calls[-1] == [paths[2]]
+
+
+def test_run_fail_fast_stops_after_the_first_failed_scenario(capsys, monkeypatch, tmp_path):
+    paths = _library(tmp_path, "a", "b", "c")
+    calls = []
+
+    def run_scenarios(files, *rest):
+        calls.append(files)
+        return [{"scenario": Path(f).stem, "passed": f != paths[1]} for f in files]
+
+    fake_module(monkeypatch, "harness.runner", run_scenarios=run_scenarios)
+    code, _, err = run(capsys, "run", str(tmp_path), "--fail-fast", "--quiet")
+    assert code == 1 and calls == [[paths[0]], [paths[1]]]     # one at a time, c never ran
+    assert err == "hdfs-chaos: --fail-fast: stopped after a failure; 1 scenario not run\n"
+    calls.clear()
+    assert run(capsys, "run", str(tmp_path), "--quiet")[0] == 1
+    assert calls == [paths]                                     # without it: one batch
+
+
+def test_run_json_prints_one_object_per_scenario_and_the_lines_on_stderr(capsys, monkeypatch,
+                                                                         tmp_path):
+    paths = _library(tmp_path, "good", "bad")
+    verdicts = [
+        {"scenario": "good", "passed": True, "run_dir": "results/good-1", "checks":
+         [{"id": "P1", "status": "pass"}], "expect": [{"what": "/f closed", "status": "pass"}]},
+        {"scenario": "bad", "passed": False, "run_dir": "results/bad-1", "checks":
+         [{"id": "P1", "status": "fail"}, {"id": "B6", "status": "error"},
+          {"id": "L1", "status": "pass"}],
+         "expect": [{"what": "/f closed", "status": "fail"}], "run_status": "error",
+         "error": "the verifier failed"}]
+
+    def run_scenarios(files, *rest):
+        print("PASS good (results/good-1)")     # what the real runner prints
+        return verdicts
+
+    fake_module(monkeypatch, "harness.runner", run_scenarios=run_scenarios)
+    code, out, err = run(capsys, "run", *paths, "--json", "--quiet")
+    assert code == 1
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"name": "good", "verdict": "pass", "run_dir": "results/good-1", "failed_checks": [],
+         "unmet_expectations": [], "error": None, "run_status": "completed"},
+        {"name": "bad", "verdict": "fail", "run_dir": "results/bad-1",
+         "failed_checks": ["P1", "B6"], "unmet_expectations": ["/f closed"],
+         "error": "the verifier failed", "run_status": "error"}]
+    assert err == "PASS good (results/good-1)\n"
+
+
+def test_report_passes_rewrite_runs_when_asked(capsys, monkeypatch, tmp_path):
+    run_dir = tmp_path / "r1"
+    (run_dir / "events").mkdir(parents=True)
+    (run_dir / "events" / "nn.jsonl").write_text("")
+    (run_dir / "scenario.yaml").write_text(EXAMPLE.read_text())
+    calls = []
+    fake_module(monkeypatch, "harness.reconcile.api",
+                build_suite_report=lambda dirs, out, rewrite_runs: calls.append(rewrite_runs)
+                or str(Path(out) / "index.html"))
+    code, out, _ = run(capsys, "report", str(run_dir), "--out", str(tmp_path / "s"),
+                       "--rewrite-runs")
+    assert code == 0 and calls == [True]
+    assert out == (f"1 run: 0 passed, 0 failed, 1 without a verdict; suite report: "
+                   f"{tmp_path / 's' / 'index.html'}\n")
+
+
+@pytest.mark.parametrize("line, completions", [
+    ("hdfs-chaos run --fail", ["--fail-fast"]),
+    ("hdfs-chaos validate client-crash-a", ["client-crash-after-hflush"]),   # a library name
+])
+def test_shell_completion_with_argcomplete(tmp_path, line, completions):
+    pytest.importorskip("argcomplete")
+    answer = tmp_path / "completions"
+    env = dict(os.environ, _ARGCOMPLETE="1", COMP_LINE=line, COMP_POINT=str(len(line)),
+               _ARGCOMPLETE_IFS="\n", _ARGCOMPLETE_STDOUT_FILENAME=str(answer),
+               PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-m", "harness.cli"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert answer.read_text().split() == completions
+
+
+def test_completion_is_an_optional_dependency():
+    text = (REPO / "pyproject.toml").read_text()
+    assert 'completion = ["argcomplete' in text
+
+
+def test_report_takes_a_folder_of_runs_and_passes_over_its_own_plots(capsys, monkeypatch,
+                                                                      tmp_path):
+    runs = [tmp_path / "r1", tmp_path / "r2"]
+    for folder in runs:
+        (folder / "events").mkdir(parents=True)
+        (folder / "events" / "nn.jsonl").write_text("")
+        (folder / "scenario.yaml").write_text(EXAMPLE.read_text())
+        (folder / "verdict.json").write_text(json.dumps({"passed": True}))
+    (tmp_path / "plots").mkdir()                    # what an earlier report left
+    (tmp_path / "index.html").write_text("")
+    calls = []
+    fake_module(monkeypatch, "harness.reconcile.api",
+                build_suite_report=lambda dirs, out, rewrite_runs: calls.append((dirs, out))
+                or str(Path(out) / "index.html"))
+    assert run(capsys, "report", str(tmp_path))[0] == 0
+    assert run(capsys, "report", *(str(p) for p in sorted(tmp_path.iterdir()) if p.is_dir()))[0] == 0
+    assert calls == [([str(r) for r in runs], str(tmp_path))] * 2
+    code, _, err = run(capsys, "report", str(tmp_path / "plots"))   # named alone: an error
+    assert code == 2 and "not the folder of a run" in err
+
+
+def test_run_repeat_runs_each_scenario_n_times_in_a_row(capsys, monkeypatch, tmp_path):
+    paths = _library(tmp_path, "a", "b")
+    calls = []
+    fake_module(monkeypatch, "harness.runner",
+                run_scenarios=lambda files, *rest: calls.append(files)
+                or [{"passed": True} for _ in files])
+    assert run(capsys, "run", str(tmp_path), "--repeat", "3", "--quiet")[0] == 0
+    assert calls == [[paths[0]] * 3 + [paths[1]] * 3]
+    code, _, err = run(capsys, "run", str(tmp_path), "--repeat", "0")
+    assert code == 2 and err == "hdfs-chaos: error: --repeat 0: give a number of runs, 1 or more\n"

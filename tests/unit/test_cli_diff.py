@@ -24,7 +24,7 @@ def _capture(monkeypatch, passed=True):
 
 def test_diff_command(monkeypatch, tmp_path):
     calls = _capture(monkeypatch)
-    rc = cli.main(["diff", SCENARIO, "--hadoop-version", "3.3.6", "--results", str(tmp_path),
+    rc = cli.main(["diff", SCENARIO, "--hadoop-version", "3.3.6", "--out", str(tmp_path),
                    "--seed", "4", "--quiet"])
     assert rc == 0
     assert calls == [([SCENARIO], "local", str(tmp_path), 4, "3.3.6")]
@@ -32,7 +32,7 @@ def test_diff_command(monkeypatch, tmp_path):
 
 def test_run_system_both_is_diff(monkeypatch, tmp_path):
     calls = _capture(monkeypatch, passed=False)
-    rc = cli.main(["run", SCENARIO, "--system", "both", "--results", str(tmp_path), "--quiet"])
+    rc = cli.main(["run", SCENARIO, "--system", "both", "--out", str(tmp_path), "--quiet"])
     assert rc == 1
     assert calls == [([SCENARIO], "local", str(tmp_path), None, None)]
 

@@ -167,8 +167,9 @@ def test_suite_index_shows_exercised_checks_per_scenario_and_run(tmp_path):
     want = sorted(["I1", "P1", "D2"], key=order.index)
     shown = [f"{c} (1/2)" if c == "P1" else c for c in want]
     assert row[-1] == f"3/{len(order)}: " + ", ".join(shown), row
-    assert "r1 | pipeline-replace | True | 3/6: I1, P1, D2 | I1, B6, D2" in rows, rows
-    assert "r2 | pipeline-replace | False | 2/6: I1, D2 | I1, B6, D2" in rows, rows
+    unmet = "unmet: P3 expected but nothing exercised it"
+    assert f"r1 | pipeline-replace | pass | 3/6: I1, P1, D2 | I1, B6, D2; {unmet}" in rows, rows
+    assert f"r2 | pipeline-replace | fail | 2/6: I1, D2 | I1, B6, D2; {unmet}" in rows, rows
     assert '<a href="../runs/r1/report.html">r1</a>' in html
     table = checks_table([a, b])
     assert table.loc[(table.run_id == "r2") & (table.check == "P1"), "exercised"].item() is False
@@ -184,3 +185,44 @@ def test_templates_ship_with_the_package():
     assert sorted(n for n in os.listdir(here) if n.endswith(".j2")) == \
         ["diff.html.j2", "index.html.j2", "report.html.j2"]
     json.dumps(verdict())    # the sample is what verdict.json holds
+
+
+def test_suite_index_lists_failures_first_with_words_and_unmet_expectations(tmp_path):
+    good = verdict("r1", scenario="a-good", passed=True, checks=[_check("P1", "pass")],
+                   expect=[{"what": "/f closed", "status": "pass"}], with_exercised=False)
+    bad = verdict("r2", scenario="b-bad", checks=[_check("P1", "pass")], with_exercised=False,
+                  expect=[{"what": "/data/f1 length 1 MiB, got 0", "status": "fail"}])
+    broken = verdict("r3", scenario="c-broken", checks=[], expect=[], with_exercised=False,
+                     error="the run was interrupted")
+    html = open(write_suite_report([good, bad, broken], str(tmp_path))).read()
+    rows = _page(html).rows
+    scenario_rows = [r.split(" | ")[0] for r in rows
+                     if r.split(" | ")[0] in ("a-good", "b-bad", "c-broken")]
+    assert scenario_rows[:3] == ["b-bad", "c-broken", "a-good"]        # failures first
+    runs = [r for r in rows if r.startswith(("r1 |", "r2 |", "r3 |"))]
+    assert runs == [
+        "r2 | b-bad | fail | 1/1: P1 | unmet: /data/f1 length 1 MiB, got 0",
+        "r3 | c-broken | fail | 0/0: | the run was interrupted",
+        "r1 | a-good | pass | 1/1: P1 | "], runs
+    assert "True" not in html and "False" not in html
+    assert "3 runs, 1 passed, 2 failed" in html
+
+
+def test_report_leaves_the_runs_reports_alone_unless_asked(tmp_path):
+    pytest.importorskip("pyspark")
+    from harness.reconcile.api import build_suite_report
+    runs = []
+    for rid, has_report in (("r1", True), ("r2", False)):
+        folder = tmp_path / rid
+        os.makedirs(folder / "events")
+        (folder / "events" / "nn.jsonl").write_text("")
+        with open(folder / "verdict.json", "w") as f:
+            json.dump(verdict(rid, checks=[_check("P1", "pass")], passed=True), f)
+        if has_report:
+            (folder / "report.html").write_text("kept")
+        runs.append(str(folder))
+    build_suite_report(runs, str(tmp_path / "suite"))
+    assert (tmp_path / "r1" / "report.html").read_text() == "kept"
+    assert "r2" in (tmp_path / "r2" / "report.html").read_text()   # a missing one is written
+    build_suite_report(runs, str(tmp_path / "suite"), rewrite_runs=True)
+    assert "r1" in (tmp_path / "r1" / "report.html").read_text()
