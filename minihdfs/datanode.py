@@ -196,9 +196,8 @@ class DataNode:
             threading.Thread(target=self._transfer_for_replication, args=(cmd,), daemon=True,
                              name=f"transfer-{cmd['block']}").start()
         elif kind == "invalidate":
-            # off the heartbeat thread, as HDFS deletes (FsDatasetAsyncDiskService): a
-            # deletion waits for the replica's writer to stop, up to a minute, and the
-            # NameNode declared the DataNode dead meanwhile (found by the explorer)
+            # off the heartbeat thread, as HDFS deletes (FsDatasetAsyncDiskService): disk
+            # work on the heartbeat thread delays heartbeats (found by the explorer)
             self._deletions.put(cmd["blocks"])
 
     def _deleter(self) -> None:
@@ -767,7 +766,15 @@ class BlockReceiver:
                     downstream = [wire.ERROR]
             if my_status == wire.SUCCESS and packet.seqno != wire.HEARTBEAT_SEQNO:
                 if packet.last and not any(s != wire.SUCCESS for s in downstream):
-                    self._finish_block()
+                    try:
+                        self._finish_block()
+                    except HdfsError as e:
+                        # the replica was invalidated while being written: as Hadoop's
+                        # PacketResponder, no ack for the last packet, the stream closes
+                        self.dn.emit("dn.pipeline.error", block=self.block, gs=self.gs,
+                                     peer=self.src, error=type(e).__name__,
+                                     reason=f"finalize: {e}")
+                        return
                 elif packet.data and not any(s != wire.SUCCESS for s in downstream):
                     # BlockReceiver: bytesAcked advances only on an all-SUCCESS ack
                     self.replica.bytes_acked = max(self.replica.bytes_acked,

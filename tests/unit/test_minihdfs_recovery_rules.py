@@ -192,16 +192,18 @@ class _StuckWriter:
     """A BlockReceiver that does not stop until let go (its downstream hangs)."""
     def __init__(self):
         self.let_go = threading.Event()
+        self.stop_called = False
 
     def stop(self, timeout):
+        self.stop_called = True
         self.let_go.wait(timeout)
 
 
-def test_a_deletion_waiting_for_a_stuck_writer_does_not_hold_up_heartbeats(tmp_path):
+def test_a_deletion_is_carried_out_off_the_heartbeat_thread_and_leaves_the_writer(tmp_path):
     """DNA_INVALIDATE is carried out off the heartbeat thread (HDFS deletes through
-    FsDatasetAsyncDiskService): deleting a replica waits for its writer to stop, up to a
-    minute, and a DataNode whose heartbeats waited that long was declared dead (the
-    explorer's write-3-blocks finding)."""
+    FsDatasetAsyncDiskService; heartbeats that waited on disk work got a DataNode
+    declared dead: the explorer's write-3-blocks finding), and, as
+    FsDatasetImpl.invalidate, it does not stop the replica's writer."""
     dn = _datanode(tmp_path)
     replica = dn.data.create_rbw(7, 1001)
     write(dn.data, replica, b"x" * 100)
@@ -211,15 +213,16 @@ def test_a_deletion_waiting_for_a_stuck_writer_does_not_hold_up_heartbeats(tmp_p
     heartbeat.start()
     heartbeat.join(10)
     try:
-        assert not heartbeat.is_alive(), "the heartbeat thread waited for the writer"
+        assert not heartbeat.is_alive(), "the heartbeat thread did the deletion"
+        assert dn.data.get(7) is replica       # queued for the deleter, not done here
         deleter = threading.Thread(target=dn._deleter, daemon=True)
         deleter.start()
-        assert dn.data.get(7) is replica       # still there: its writer has not stopped
-        stuck.let_go.set()
         deadline = time.monotonic() + 10
         while dn.data.get(7) is not None and time.monotonic() < deadline:
             time.sleep(0.01)
         assert dn.data.get(7) is None
+        assert not stuck.stop_called and replica.writer is stuck   # never stopped
+        assert [(r["block"], r["kind"]) for r in dn._ibr] == [(7, "deleted")]
     finally:
         stuck.let_go.set()
         dn._stopped.set()
