@@ -1004,6 +1004,14 @@ class NameNode:
             if gs < info.gs or (state == "FINALIZED" and gs == info.gs and length != info.num_bytes):
                 self._queue_invalidate(dn, block, gs)
                 return
+            if info.state == COMPLETE and state == "RWR" and gs == info.gs:
+                # 3.x BlockManager.checkReplicaCorrupt: an RWR replica of a COMPLETE block
+                # with its GS is corrupt (INVALID_STATE); deleted once valid replicas exist
+                if dn not in info.corrupt:
+                    info.corrupt.add(dn)
+                    self.emit("nn.replica.corrupt", dn=dn, block=block, gs=gs,
+                              reason="invalid_state")
+                return
             if info.state == COMMITTED:
                 # files close in complete() or commitBlockSynchronization, not here
                 self._try_complete(info)
