@@ -342,6 +342,24 @@ def test_more_than_five_recoveries_for_the_same_packet_fail_the_stream():
         streamer.count_recovery()
 
 
+def test_a_restarting_node_does_not_count_toward_the_recovery_limit():
+    """3.x DataStreamer: `if (!errorState.isRestartingNode() && ++pipelineRecoveryCount >
+    maxPipelineRecoveryRetries)`: waiting for a node that sent the OOB RESTART ack takes
+    as many rounds as the restart takes, none of them counted."""
+    streamer = _streamer()
+    streamer.last_acked_seqno = 3
+    streamer.count_recovery()                 # a real failure: 1
+    streamer.restarting_index = 0
+    for _ in range(10):                       # the restart rounds for the same packet
+        streamer.count_recovery()
+    assert streamer.recovery_count == 1
+    streamer.restarting_index = -1
+    for _ in range(4):
+        streamer.count_recovery()
+    with pytest.raises(PipelineError, match="5 times for the same packet"):
+        streamer.count_recovery()
+
+
 # -- 10. a replica saved by a shutdown for restart ----------------------------------------
 
 def test_rbw_saved_for_a_restart_loads_as_rbw_only_before_its_deadline(tmp_path):
