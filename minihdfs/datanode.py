@@ -289,11 +289,13 @@ class DataNode:
                         failed += 1
                     continue
                 answers.append(dict(info, dn=dn))
-            if not answers and failed:
-                raise OSError(f"no replica of block {block} answered initReplicaRecovery")
-            # Every location answered that it has no replica (the writer died between
-            # addBlock and its first packet): like all-zero-length replicas, the block is
-            # removed and the file closed (Hadoop's BlockRecoveryWorker, HDFS-8344).
+            # 3.x BlockRecoveryWorker.recover: only when every location failed does the
+            # recovery abort; the others' answers (none at all, too) go on to syncBlock
+            if failed == len(locations):
+                raise OSError(f"All datanodes failed: block={block}, datanodeids={locations}")
+            # No location has the replica (the writer died between addBlock and its
+            # first packet): like all-zero-length replicas, the block is removed and the
+            # file closed (Hadoop's BlockRecoveryWorker, HDFS-8344).
             self._sync_block(block, rid, answers, new_len, block_gs=gs)
         except Exception as e:
             self.emit("dn.recovery.error", block=block, recovery_id=rid,
@@ -303,8 +305,13 @@ class DataNode:
                     block_gs: int = 0) -> None:
         # BlockRecoveryWorker: only replicas with data and a GS no older than the
         # block's take part; the others are ignored (an empty list removes the block)
-        valid = [a for a in answers if a["len"] > 0 and a["gs"] >= block_gs]
+        candidates = [a for a in answers if a["len"] > 0 and a["gs"] >= block_gs]
+        # ... and of those only RWR or better (a TEMPORARY replica put under recovery is not)
+        valid = [a for a in candidates if a["state"] in STATE_ORDER]
         ignored = [a for a in answers if a not in valid]
+        if candidates and not valid:
+            raise OSError(f"Found {len(candidates)} replica(s) for block {block} but none is "
+                          f"in RWR or better state. datanodeids={[a['dn'] for a in answers]}")
         rule, length, participants = sync_length(valid, new_len)
         self.emit("dn.recovery.sync", block=block, recovery_id=rid, rule=rule, len=length,
                   answers=[{k: a[k] for k in ("dn", "state", "len", "gs")} for a in valid],
@@ -323,8 +330,9 @@ class DataNode:
             except (HdfsError, OSError, EOFError, KeyError) as e:
                 self.emit("dn.recovery.error", block=block, recovery_id=rid, peer=dn,
                           error=type(e).__name__, reason=str(e))
-        if not done:
-            raise OSError(f"block {block}: updateReplicaUnderRecovery failed on every participant")
+        if not done:   # syncBlock: abort only if every participant failed
+            raise OSError(f"Cannot recover block {block}, the following datanodes failed: "
+                          f"{[dn for dn in participants if dn not in done]}")
         self.nn().call("commitBlockSynchronization", block=block, recovery_id=rid, new_gs=rid,
                        new_len=length, close=True, delete=False, targets=done)
 

@@ -346,8 +346,8 @@ class FsDataset:
                         f"recovery {replica.recovery_id} >= {recovery_id} already in progress")
                 replica.recovery_id = recovery_id   # a newer recovery replaces the older
             else:
-                if replica.state == TEMPORARY:
-                    raise ReplicaNotFoundException(f"block {block} is only a TEMPORARY replica")
+                # a TEMPORARY replica too (FsDatasetImpl.initReplicaRecoveryImpl): its
+                # writer stopped, it becomes RUR; the primary leaves it out of the sync
                 replica.original_state = replica.state
                 replica.recovery_id = recovery_id
                 replica.state = RUR

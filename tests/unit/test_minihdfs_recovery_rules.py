@@ -293,6 +293,104 @@ def test_sync_block_with_only_empty_answers_removes_the_block(tmp_path):
     assert op == "commitBlockSynchronization" and args["delete"] is True
 
 
+def _recovery(tmp_path, answers: dict):
+    """A primary whose initReplicaRecovery calls get `answers[dn]` (an info dict, or an
+    exception to raise); returns (datanode, NameNode calls, emitted events)."""
+    dn = _datanode(tmp_path)
+    calls, emitted = [], []
+
+    def call_dn(peer, op, **args):
+        if op == "initReplicaRecovery":
+            answer = answers[peer]
+            if isinstance(answer, Exception):
+                raise answer
+            return dict(answer)
+        calls.append((peer, op, args))
+        return {}
+    dn._call_dn = call_dn
+    dn.nn = lambda: types.SimpleNamespace(call=lambda op, **args: calls.append(("nn", op, args)))
+    dn.emit = lambda event, **fields: emitted.append(dict(fields, event=event))
+    return dn, calls, emitted
+
+
+def _recover(dn, locations):
+    dn.recover_block({"block": 5, "gs": 1001, "recovery_id": 1005, "locations": locations})
+
+
+def test_recovery_goes_on_when_only_some_locations_fail(tmp_path):
+    """3.x BlockRecoveryWorker.recover: errors are counted, and the recovery aborts only
+    if every location failed ("All datanodes failed"). One failure and two locations
+    without the replica: syncBlock with nothing to sync removes the block."""
+    dn, calls, emitted = _recovery(tmp_path, {
+        "dn1": IOExceptionRemote("connection refused"),
+        "dn2": ReplicaNotFoundException("no replica of block 5"),
+        "dn3": ReplicaNotFoundException("no replica of block 5")})
+    _recover(dn, ["dn1", "dn2", "dn3"])
+    [commit] = [args for who, op, args in calls if op == "commitBlockSynchronization"]
+    assert commit["delete"] is True and commit["targets"] == []
+
+
+def test_recovery_aborts_when_every_location_failed(tmp_path):
+    dn, calls, emitted = _recovery(tmp_path, {dn: IOExceptionRemote("down")
+                                              for dn in ("dn1", "dn2")})
+    _recover(dn, ["dn1", "dn2"])
+    assert calls == []
+    assert any("All datanodes failed" in e.get("reason", "") for e in emitted
+               if e["event"] == "dn.recovery.error" and "peer" not in e)
+
+
+def test_recovery_syncs_with_the_locations_that_answered(tmp_path):
+    dn, calls, _ = _recovery(tmp_path, {
+        "dn1": IOExceptionRemote("down"),
+        "dn2": {"state": "RBW", "len": 700, "gs": 1001},
+        "dn3": {"state": "RBW", "len": 900, "gs": 1001}})
+    _recover(dn, ["dn1", "dn2", "dn3"])
+    [commit] = [args for who, op, args in calls if op == "commitBlockSynchronization"]
+    assert commit["delete"] is False and commit["new_len"] == 700
+    assert sorted(commit["targets"]) == ["dn2", "dn3"]
+
+
+def test_temporary_replica_goes_under_recovery_and_is_left_out_of_the_sync(tmp_path):
+    """FsDatasetImpl.initReplicaRecoveryImpl stops a TEMPORARY replica's writer and puts
+    it under recovery like any other; BlockRecoveryWorker counts it as a candidate but
+    syncs only RWR or better, so a block whose only replica with data is TEMPORARY is
+    not removed: the recovery fails ("none is in RWR or better state")."""
+    ds = dataset(tmp_path / "dn")
+    replica = ds.create_temporary(5, 1001)
+    write(ds, replica, b"t" * 600)
+    replica.writer = writer = _StuckWriter()
+    writer.let_go.set()
+    info = ds.init_replica_recovery(5, 1001, 1005, stop_timeout=1.0)
+    assert info == {"state": "TEMPORARY", "len": 600, "gs": 1001}
+    assert replica.state == "RUR" and writer.stop_called and replica.writer is None
+    dn, calls, emitted = _recovery(tmp_path, {
+        "dn1": info, "dn2": ReplicaNotFoundException("no replica of block 5")})
+    _recover(dn, ["dn1", "dn2"])
+    assert calls == []                          # no removal, no commit
+    assert any("none is in RWR or better state" in e.get("reason", "") for e in emitted
+               if e["event"] == "dn.recovery.error")
+
+
+def test_sync_block_aborts_only_when_every_update_failed(tmp_path):
+    """syncBlock: participants whose updateReplicaUnderRecovery failed are left out of
+    the commit; only if all failed is nothing committed ("Cannot recover ...")."""
+    dn, calls, emitted = _recovery(tmp_path, {})
+
+    def call_dn(peer, op, **args):
+        if peer == "dn1":
+            raise IOExceptionRemote("gone")
+        calls.append((peer, op, args))
+    dn._call_dn = call_dn
+    answers = [{"dn": d, "state": "RBW", "len": 700, "gs": 1001} for d in ("dn1", "dn2")]
+    dn._sync_block(5, 1005, answers, None, block_gs=1001)
+    [commit] = [args for who, op, args in calls if op == "commitBlockSynchronization"]
+    assert commit["targets"] == ["dn2"]
+    calls.clear()
+    with pytest.raises(OSError, match=r"Cannot recover block 5, the following datanodes failed: \['dn1'\]"):
+        dn._sync_block(5, 1005, answers[:1], None, block_gs=1001)
+    assert calls == []
+
+
 def test_datanode_advances_bytes_acked_only_on_an_all_success_ack(tmp_path):
     dn = _datanode(tmp_path)
     replica = dn.data.create_rbw(9, 1001)
