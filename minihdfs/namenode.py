@@ -15,7 +15,7 @@ import traceback
 
 from .config import Config
 from .events import EventLog
-from .leases import NAMENODE_LEASE_HOLDER, Lease, LeaseManager
+from .leases import Lease, LeaseManager
 from .namespace import EditLog, INodeFile, normalize
 from .placement import BlockPlacementPolicy
 from .rpc import (AlreadyBeingCreatedException, FileAlreadyExistsException,
@@ -1072,10 +1072,10 @@ class NameNode:
             if self.leases.get(lease.holder) is not lease:
                 continue
             self.emit("nn.lease.expired", holder=lease.holder, limit="hard")
+            holder = self.leases.internal_lease_holder()   # 3.x: HDFS_NameNode-<time>
             for path in sorted(lease.paths):
                 try:
-                    self._release(lease, path, NAMENODE_LEASE_HOLDER,
-                                  requester=NAMENODE_LEASE_HOLDER, force=False)
+                    self._release(lease, path, holder, requester=holder, force=False)
                 except HdfsError as e:
                     current = self.leases.get_by_path(path)
                     if current is not None:
