@@ -228,6 +228,35 @@ def test_a_deletion_is_carried_out_off_the_heartbeat_thread_and_leaves_the_write
         dn._stopped.set()
 
 
+def test_a_receiver_whose_replica_was_deleted_acks_on_but_not_its_last_packet(tmp_path):
+    """After FsDatasetImpl.invalidate the BlockReceiver writes on: its packets are acked,
+    but finalizeBlock finds no replica (ReplicaNotFoundException) and the PacketResponder
+    sends no ack for the last packet; the stream closes and the writer sees the error."""
+    dn = _datanode(tmp_path)
+    emitted = []
+    dn.emit = lambda event, **fields: emitted.append(dict(fields, event=event))
+    replica = dn.data.create_rbw(9, 1001)
+    up_a, up_b = socket.socketpair()
+    with up_a, up_b:
+        receiver = BlockReceiver(dn, up_a, {"block": 9, "gs": 1001, "stage": "DATA_STREAMING"})
+        receiver.replica = replica
+        replica.writer = receiver
+        assert dn.data.invalidate(9, 1001) is True
+        responder = threading.Thread(target=receiver._packet_responder)
+        responder.start()
+        receiver.acks.put((wire.Packet(0, 0, b"y" * 512, b"\0" * 4), wire.SUCCESS))
+        assert wire.FrameReader(up_b, 4096).ack() == (0, [wire.SUCCESS])
+        receiver.acks.put((wire.Packet(1, 512, b"", b"", wire.FLAG_LAST), wire.SUCCESS))
+        responder.join(5)
+        assert not responder.is_alive()
+        up_b.settimeout(0.3)
+        with pytest.raises(socket.timeout):
+            up_b.recv(1)                               # no ack for the last packet
+    [err] = [e for e in emitted if e["event"] == "dn.pipeline.error"]
+    assert err["error"] == "ReplicaNotFoundException" and err["reason"].startswith("finalize")
+    assert dn.data.get(9) is None and not any(e.get("state") == "FINALIZED" for e in emitted)
+
+
 # -- 6. recoverRbw's checks --------------------------------------------------------------
 
 def _rbw(tmp_path, on_disk: int, acked: int, gs: int = 1001):
