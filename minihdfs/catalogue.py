@@ -52,6 +52,8 @@ DATANODE = {
     "dn.recovery.command",     # {block, recovery_id, pipeline}: recover-block received
     "dn.recovery.error",       # {block, recovery_id, error}
     "dn.replica.invalidate",   # {block, gs}
+    "dn.replica.invalidate_failed",  # {block, gs, replica_gs, state, reason}: a deletion
+    #                            of another GS than the replica's, not carried out
     "dn.replica.short",        # {block, gs, len, offset}: data file shorter than recorded
     "dn.internal_error",       # {reason}: a bug caught, the daemon goes on
     "dn.rpc.malformed",        # {op, error, reason}: as nn.rpc.malformed, DataNode RPC

@@ -766,6 +766,10 @@ class DataStreamer(threading.Thread):
         """processDatanodeError's limit (seed 003): the count starts again at 1 whenever
         an ack arrived since the last failure; only recoveries in a row for the same
         packet add up, and more than max-retries of them fail the stream."""
+        if self.restarting_index >= 0:
+            # 3.x DataStreamer.processDatanodeOrExternalError: a node restarting (OOB
+            # RESTART ack) is no failure, pipelineRecoveryCount is not incremented
+            return
         if self.last_acked_seqno != self.last_acked_seqno_before_failure:
             self.last_acked_seqno_before_failure = self.last_acked_seqno
             self.recovery_count = 1

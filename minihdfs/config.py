@@ -141,7 +141,8 @@ KEYS: dict[str, Key] = {k.name: k for k in [
         "period of the LeaseManager monitor", "duration"),
     Key("lease.soft-limit", _seconds, 60, "after this another client may take a file over",
         "duration"),
-    Key("lease.hard-limit", _seconds, 3600, "after this the NameNode recovers the lease",
+    # 3.x HdfsClientConfigKeys.DFS_LEASE_HARDLIMIT_DEFAULT: 20 min (2.x hard-coded 1 h)
+    Key("lease.hard-limit", _seconds, 1200, "after this the NameNode recovers the lease",
         "duration"),
     Key("dfs.namenode.redundancy.interval.seconds", _seconds, 3,
         "period of the re-replication and invalidation scan", "duration"),

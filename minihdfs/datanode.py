@@ -196,9 +196,8 @@ class DataNode:
             threading.Thread(target=self._transfer_for_replication, args=(cmd,), daemon=True,
                              name=f"transfer-{cmd['block']}").start()
         elif kind == "invalidate":
-            # off the heartbeat thread, as HDFS deletes (FsDatasetAsyncDiskService): a
-            # deletion waits for the replica's writer to stop, up to a minute, and the
-            # NameNode declared the DataNode dead meanwhile (found by the explorer)
+            # off the heartbeat thread, as HDFS deletes (FsDatasetAsyncDiskService): disk
+            # work on the heartbeat thread delays heartbeats (found by the explorer)
             self._deletions.put(cmd["blocks"])
 
     def _deleter(self) -> None:
@@ -290,11 +289,13 @@ class DataNode:
                         failed += 1
                     continue
                 answers.append(dict(info, dn=dn))
-            if not answers and failed:
-                raise OSError(f"no replica of block {block} answered initReplicaRecovery")
-            # Every location answered that it has no replica (the writer died between
-            # addBlock and its first packet): like all-zero-length replicas, the block is
-            # removed and the file closed (Hadoop's BlockRecoveryWorker, HDFS-8344).
+            # 3.x BlockRecoveryWorker.recover: only when every location failed does the
+            # recovery abort; the others' answers (none at all, too) go on to syncBlock
+            if failed == len(locations):
+                raise OSError(f"All datanodes failed: block={block}, datanodeids={locations}")
+            # No location has the replica (the writer died between addBlock and its
+            # first packet): like all-zero-length replicas, the block is removed and the
+            # file closed (Hadoop's BlockRecoveryWorker, HDFS-8344).
             self._sync_block(block, rid, answers, new_len, block_gs=gs)
         except Exception as e:
             self.emit("dn.recovery.error", block=block, recovery_id=rid,
@@ -304,8 +305,13 @@ class DataNode:
                     block_gs: int = 0) -> None:
         # BlockRecoveryWorker: only replicas with data and a GS no older than the
         # block's take part; the others are ignored (an empty list removes the block)
-        valid = [a for a in answers if a["len"] > 0 and a["gs"] >= block_gs]
+        candidates = [a for a in answers if a["len"] > 0 and a["gs"] >= block_gs]
+        # ... and of those only RWR or better (a TEMPORARY replica put under recovery is not)
+        valid = [a for a in candidates if a["state"] in STATE_ORDER]
         ignored = [a for a in answers if a not in valid]
+        if candidates and not valid:
+            raise OSError(f"Found {len(candidates)} replica(s) for block {block} but none is "
+                          f"in RWR or better state. datanodeids={[a['dn'] for a in answers]}")
         rule, length, participants = sync_length(valid, new_len)
         self.emit("dn.recovery.sync", block=block, recovery_id=rid, rule=rule, len=length,
                   answers=[{k: a[k] for k in ("dn", "state", "len", "gs")} for a in valid],
@@ -324,8 +330,9 @@ class DataNode:
             except (HdfsError, OSError, EOFError, KeyError) as e:
                 self.emit("dn.recovery.error", block=block, recovery_id=rid, peer=dn,
                           error=type(e).__name__, reason=str(e))
-        if not done:
-            raise OSError(f"block {block}: updateReplicaUnderRecovery failed on every participant")
+        if not done:   # syncBlock: abort only if every participant failed
+            raise OSError(f"Cannot recover block {block}, the following datanodes failed: "
+                          f"{[dn for dn in participants if dn not in done]}")
         self.nn().call("commitBlockSynchronization", block=block, recovery_id=rid, new_gs=rid,
                        new_len=length, close=True, delete=False, targets=done)
 
@@ -767,7 +774,15 @@ class BlockReceiver:
                     downstream = [wire.ERROR]
             if my_status == wire.SUCCESS and packet.seqno != wire.HEARTBEAT_SEQNO:
                 if packet.last and not any(s != wire.SUCCESS for s in downstream):
-                    self._finish_block()
+                    try:
+                        self._finish_block()
+                    except HdfsError as e:
+                        # the replica was invalidated while being written: as Hadoop's
+                        # PacketResponder, no ack for the last packet, the stream closes
+                        self.dn.emit("dn.pipeline.error", block=self.block, gs=self.gs,
+                                     peer=self.src, error=type(e).__name__,
+                                     reason=f"finalize: {e}")
+                        return
                 elif packet.data and not any(s != wire.SUCCESS for s in downstream):
                     # BlockReceiver: bytesAcked advances only on an all-SUCCESS ack
                     self.replica.bytes_acked = max(self.replica.bytes_acked,

@@ -282,12 +282,14 @@ class FsDataset:
 
     def finalize(self, replica: ReplicaInfo) -> None:
         with self.lock:
+            self._require_mapped(replica, "finalize")
             if replica.state != FINALIZED:
                 replica.bytes_acked = replica.num_bytes
                 self._move(replica, FINALIZED, replica.gs)
 
     def convert_temporary_to_rbw(self, replica: ReplicaInfo) -> None:
         with self.lock:
+            self._require_mapped(replica, "convertTemporaryToRbw")
             replica.bytes_acked = replica.num_bytes
             self._move(replica, RBW, replica.gs)
 
@@ -301,14 +303,18 @@ class FsDataset:
                 self._log(replica)
 
     def invalidate(self, block: int, gs: int) -> bool:
-        """Delete the replica if it still has this GS (an excess, stale or corrupt one)."""
+        """DNA_INVALIDATE (3.x FsDatasetImpl.invalidate): only a replica of exactly this GS
+        leaves the map and loses its files; one of another GS stays ("GenerationStamp not
+        matched"). Its writer is not stopped: it writes on into the deleted files and
+        fails when it finalizes the replica."""
         with self.lock:
             replica = self.replicas.get(block)
-            if replica is None or replica.gs > gs:
+            if replica is None:
                 return False
-        self._stop_writer(replica)
-        with self.lock:
-            if self.replicas.get(block) is not replica:
+            if replica.gs != gs:
+                self.emit("dn.replica.invalidate_failed", block=block, gs=gs,
+                          replica_gs=replica.gs, state=replica.state,
+                          reason="GenerationStamp not matched")
                 return False
             self._delete_files(replica)
             del self.replicas[block]
@@ -340,8 +346,8 @@ class FsDataset:
                         f"recovery {replica.recovery_id} >= {recovery_id} already in progress")
                 replica.recovery_id = recovery_id   # a newer recovery replaces the older
             else:
-                if replica.state == TEMPORARY:
-                    raise ReplicaNotFoundException(f"block {block} is only a TEMPORARY replica")
+                # a TEMPORARY replica too (FsDatasetImpl.initReplicaRecoveryImpl): its
+                # writer stopped, it becomes RUR; the primary leaves it out of the sync
                 replica.original_state = replica.state
                 replica.recovery_id = recovery_id
                 replica.state = RUR
@@ -371,6 +377,14 @@ class FsDataset:
             raise ReplicaNotFoundException(
                 f"block {block}: expected a replica in state {'/'.join(states)}, found {found}")
         return replica
+
+    def _require_mapped(self, replica: ReplicaInfo, op: str) -> None:
+        """A writer's replica that was invalidated meanwhile is no longer in the map:
+        Hadoop's getReplicaInfo fails with ReplicaNotFoundException."""
+        if self.replicas.get(replica.block) is not replica:
+            raise ReplicaNotFoundException(
+                f"{op}: replica not found for block {replica.block} gs {replica.gs} "
+                f"(deleted while being written)")
 
     def _stop_writer(self, replica: ReplicaInfo, timeout: float = 60.0) -> None:
         writer = replica.writer

@@ -4,10 +4,24 @@ by holder, by path, and sorted by last renewal so the monitor walks the oldest f
 from __future__ import annotations
 
 import bisect
+import datetime
 import time
 from typing import Callable, Iterator
 
+# HdfsServerConstants.NAMENODE_LEASE_HOLDER: the prefix of the NameNode's own holder name
 NAMENODE_LEASE_HOLDER = "HDFS_NameNode"
+
+
+def is_namenode_holder(holder: str | None) -> bool:
+    """The NameNode's own holder, with or without 3.x's timestamp suffix."""
+    return bool(holder) and (holder == NAMENODE_LEASE_HOLDER
+                             or holder.startswith(NAMENODE_LEASE_HOLDER + "-"))
+
+
+def _format_time(wall: float) -> str:
+    """Hadoop's Time.formatTime: yyyy-MM-dd HH:mm:ss,SSSZ in local time."""
+    t = datetime.datetime.fromtimestamp(wall).astimezone()
+    return f"{t:%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d}{t:%z}"
 
 
 class Lease:
@@ -35,6 +49,18 @@ class LeaseManager:
         self.by_holder: dict[str, Lease] = {}
         self.by_path: dict[str, Lease] = {}
         self._sorted: list[tuple[float, str]] = []
+        self._internal_holder: str | None = None
+        self._internal_since = 0.0
+
+    def internal_lease_holder(self) -> str:
+        """3.x LeaseManager.getInternalLeaseHolder: HDFS_NameNode-<time it was named>,
+        named afresh once older than the hard limit, so that a file whose recovery under
+        an older name stalled is taken over again by the monitor."""
+        now = self.clock()
+        if self._internal_holder is None or now - self._internal_since > self.hard_limit:
+            self._internal_holder = f"{NAMENODE_LEASE_HOLDER}-{_format_time(time.time())}"
+            self._internal_since = now
+        return self._internal_holder
 
     def get(self, holder: str) -> Lease | None:
         return self.by_holder.get(holder)

@@ -15,7 +15,7 @@ import traceback
 
 from .config import Config
 from .events import EventLog
-from .leases import NAMENODE_LEASE_HOLDER, Lease, LeaseManager
+from .leases import Lease, LeaseManager
 from .namespace import EditLog, INodeFile, normalize
 from .placement import BlockPlacementPolicy
 from .rpc import (AlreadyBeingCreatedException, FileAlreadyExistsException,
@@ -1004,6 +1004,14 @@ class NameNode:
             if gs < info.gs or (state == "FINALIZED" and gs == info.gs and length != info.num_bytes):
                 self._queue_invalidate(dn, block, gs)
                 return
+            if info.state == COMPLETE and state == "RWR" and gs == info.gs:
+                # 3.x BlockManager.checkReplicaCorrupt: an RWR replica of a COMPLETE block
+                # with its GS is corrupt (INVALID_STATE); deleted once valid replicas exist
+                if dn not in info.corrupt:
+                    info.corrupt.add(dn)
+                    self.emit("nn.replica.corrupt", dn=dn, block=block, gs=gs,
+                              reason="invalid_state")
+                return
             if info.state == COMMITTED:
                 # files close in complete() or commitBlockSynchronization, not here
                 self._try_complete(info)
@@ -1064,10 +1072,10 @@ class NameNode:
             if self.leases.get(lease.holder) is not lease:
                 continue
             self.emit("nn.lease.expired", holder=lease.holder, limit="hard")
+            holder = self.leases.internal_lease_holder()   # 3.x: HDFS_NameNode-<time>
             for path in sorted(lease.paths):
                 try:
-                    self._release(lease, path, NAMENODE_LEASE_HOLDER,
-                                  requester=NAMENODE_LEASE_HOLDER, force=False)
+                    self._release(lease, path, holder, requester=holder, force=False)
                 except HdfsError as e:
                     current = self.leases.get_by_path(path)
                     if current is not None:

@@ -64,6 +64,7 @@ from .session import get_spark, is_local
 
 log = logging.getLogger(__name__)
 
+# the NameNode's own lease holder, a prefix: 3.x names it HDFS_NameNode-<time>
 NAMENODE_HOLDER = "HDFS_NameNode"
 # libyaml's safe loader when PyYAML has it: a suite of thousands of runs reads as many
 # scenario files, ten times faster

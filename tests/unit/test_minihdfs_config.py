@@ -58,7 +58,7 @@ def test_defaults_are_hadoops():
     assert conf["dfs.heartbeat.interval"] == 3.0
     assert conf["dfs.namenode.heartbeat.recheck-interval"] == 300.0
     assert conf["dfs.namenode.lease-recheck-interval-ms"] == 2.0
-    assert conf["lease.soft-limit"] == 60.0 and conf["lease.hard-limit"] == 3600.0
+    assert conf["lease.soft-limit"] == 60.0 and conf["lease.hard-limit"] == 1200.0   # 3.x: 20 min
     assert conf["dfs.client-write-packet-size"] == 64 * 1024
     assert conf["dfs.bytes-per-checksum"] == 512
     assert conf["dfs.checksum.type"] == "CRC32"

@@ -239,12 +239,50 @@ def test_finalized_copy_wins_over_a_stale_rbw_copy(tmp_path):
 
 
 def test_invalidate_deletes_only_the_named_generation(tmp_path):
+    """FsDatasetImpl.invalidate: the GS must match exactly, older or newer."""
     ds = dataset(tmp_path)
     r = ds.create_rbw(19, 1005)
     write(ds, r, b"a" * 10)
     ds.finalize(r)
     assert ds.invalidate(19, 1004) is False       # an older GS: the replica is newer
-    assert ds.get(19) is r
+    assert ds.invalidate(19, 1006) is False       # a newer GS: the replica is older
+    assert ds.get(19) is r and len(files(tmp_path, "finalized")) == 2
+    failed = [e for e in ds.emit if e["event"] == "dn.replica.invalidate_failed"]
+    assert [(e["gs"], e["replica_gs"]) for e in failed] == [(1004, 1005), (1006, 1005)]
     assert ds.invalidate(19, 1005) is True
     assert ds.get(19) is None and files(tmp_path, "finalized") == []
     assert ds.emit[-1]["state"] == "DELETED"
+
+
+class _Writer:
+    """A BlockReceiver stand-in that records whether anyone stopped it."""
+
+    def __init__(self):
+        self.stopped = False
+
+    def stop(self, timeout):
+        self.stopped = True
+
+
+def test_invalidate_leaves_the_writer_running_and_its_finalize_fails(tmp_path):
+    """FsDatasetImpl.invalidate takes the replica out of the map and deletes its files,
+    without stopping its BlockReceiver: the writer writes on into the deleted files, and
+    finalizeBlock fails (ReplicaNotFoundException) as the replica is no longer mapped."""
+    ds = dataset(tmp_path)
+    r = ds.create_rbw(20, 1001)
+    r.writer = writer = _Writer()
+    fds = ds.open_for_write(r)
+    try:
+        ds.write_packet(r, fds[0], fds[1], 0, b"b" * 512, wire.chunk_checksums(b"b" * 512, BPC))
+        assert ds.invalidate(20, 1001) is True
+        assert not writer.stopped and r.writer is writer
+        assert ds.get(20) is None and files(tmp_path, "rbw") == []
+        # the writer goes on: its open files take the next packet
+        ds.write_packet(r, fds[0], fds[1], 512, b"c" * 512, wire.chunk_checksums(b"c" * 512, BPC))
+        assert r.num_bytes == 1024
+    finally:
+        for fd in fds:
+            os.close(fd)
+    with pytest.raises(ReplicaNotFoundException, match="replica not found"):
+        ds.finalize(r)
+    assert files(tmp_path, "finalized") == [] and ds.get(20) is None

@@ -4,6 +4,8 @@ and the old holder shut out afterwards."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from minihdfs.leases import NAMENODE_LEASE_HOLDER
@@ -112,7 +114,10 @@ def test_hard_limit_monitor_recovers_as_the_namenode(nn):
     nn.check_leases()
     assert nn.events.named("nn.lease.expired", limit="hard")
     [ev] = nn.events.named("nn.lease.reassign", path="/f")
-    assert ev["holder"] == NAMENODE_LEASE_HOLDER
+    # 3.x LeaseManager.getInternalLeaseHolder: HDFS_NameNode-yyyy-MM-dd HH:mm:ss,SSSZ
+    assert re.fullmatch(NAMENODE_LEASE_HOLDER + r"-\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}[+-]\d{4}",
+                        ev["holder"]), ev["holder"]
+    assert nn.leases.get(ev["holder"]).paths == {"/f"}
     # the reassigned lease is fresh: the monitor does not spin on it
     nn.check_leases()
     assert len(nn.events.named("nn.recovery.start")) == 1

@@ -3,9 +3,11 @@ holder, by path, sorted oldest first; renew, remove, reassign, rename, expiry.""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from minihdfs.leases import NAMENODE_LEASE_HOLDER, LeaseManager
+from minihdfs.leases import NAMENODE_LEASE_HOLDER, LeaseManager, is_namenode_holder
 
 
 class Clock:
@@ -156,3 +158,17 @@ def test_limits_are_strict(clock):
     assert lm.expired_hard() == []         # exactly the limit is not past it
     clock.tick(0.001)
     assert [lease.holder for lease in lm.expired_hard()] == ["A"]
+
+
+def test_the_namenodes_holder_is_renamed_once_older_than_the_hard_limit(lm, clock):
+    """3.x LeaseManager.getInternalLeaseHolder: the NameNode's holder carries the time it
+    was named, and a new name is taken once the old one is older than the hard limit."""
+    first = lm.internal_lease_holder()
+    assert first.startswith(NAMENODE_LEASE_HOLDER + "-") and is_namenode_holder(first)
+    clock.tick(lm.hard_limit)
+    assert lm.internal_lease_holder() == first
+    clock.tick(1)
+    time.sleep(0.002)                       # a later wall-clock millisecond in the name
+    second = lm.internal_lease_holder()
+    assert second != first and is_namenode_holder(second)
+    assert not is_namenode_holder("DFSClient_HDFS_NameNode") and not is_namenode_holder(None)

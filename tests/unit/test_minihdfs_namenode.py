@@ -143,6 +143,29 @@ def test_finalized_replica_with_other_gs_or_length_does_not_complete(nn):
     assert (dn, lb["gs"]) in invalidated and (lb["locations"][1], lb["gs"] - 1) in invalidated
 
 
+def test_rwr_replica_with_the_gs_of_a_complete_block_is_corrupt_and_deleted(nn):
+    """3.x BlockManager.checkReplicaCorrupt: for a COMPLETE block, an RWR replica of the
+    block's GS is corrupt (INVALID_STATE) and deleted once valid replicas exist; an RBW
+    one of that GS is only a late report and is left alone (HDFS-2791)."""
+    nn.rpc_create("/f", "c1", replication=3)
+    lb = nn.rpc_addBlock("/f", "c1")
+    first, second, third = lb["locations"]
+    for dn in (first, second):
+        received(nn, dn, lb["block"], lb["gs"], 1000)
+    last = {"block": lb["block"], "gs": lb["gs"], "len": 1000}
+    assert nn.rpc_complete("/f", "c1", last=last) is True
+    assert state_of(nn, lb["block"]) == COMPLETE
+    received(nn, first, lb["block"], lb["gs"], 1000, state="RBW")    # a late RBW report
+    received(nn, third, lb["block"], lb["gs"], 900, state="RWR")     # back from a crash
+    [corrupt] = nn.events.named("nn.replica.corrupt", block=lb["block"])
+    assert corrupt["dn"] == third and corrupt["reason"] == "invalid_state"
+    assert nn.blocks[lb["block"]].corrupt == {third}
+    nn.compute_redundancy_work()
+    invalidated = {(e["dn"], e["gs"]) for e in nn.events.named("nn.replica.invalidate",
+                                                               block=lb["block"])}
+    assert invalidated == {(third, lb["gs"])}
+
+
 def _invalidations(nn: NameNode, dn: str) -> list[dict]:
     return [c for c in nn.rpc_sendHeartbeat(dn, replicas=1)["commands"]
             if c["type"] == "invalidate"]

@@ -192,16 +192,18 @@ class _StuckWriter:
     """A BlockReceiver that does not stop until let go (its downstream hangs)."""
     def __init__(self):
         self.let_go = threading.Event()
+        self.stop_called = False
 
     def stop(self, timeout):
+        self.stop_called = True
         self.let_go.wait(timeout)
 
 
-def test_a_deletion_waiting_for_a_stuck_writer_does_not_hold_up_heartbeats(tmp_path):
+def test_a_deletion_is_carried_out_off_the_heartbeat_thread_and_leaves_the_writer(tmp_path):
     """DNA_INVALIDATE is carried out off the heartbeat thread (HDFS deletes through
-    FsDatasetAsyncDiskService): deleting a replica waits for its writer to stop, up to a
-    minute, and a DataNode whose heartbeats waited that long was declared dead (the
-    explorer's write-3-blocks finding)."""
+    FsDatasetAsyncDiskService; heartbeats that waited on disk work got a DataNode
+    declared dead: the explorer's write-3-blocks finding), and, as
+    FsDatasetImpl.invalidate, it does not stop the replica's writer."""
     dn = _datanode(tmp_path)
     replica = dn.data.create_rbw(7, 1001)
     write(dn.data, replica, b"x" * 100)
@@ -211,18 +213,48 @@ def test_a_deletion_waiting_for_a_stuck_writer_does_not_hold_up_heartbeats(tmp_p
     heartbeat.start()
     heartbeat.join(10)
     try:
-        assert not heartbeat.is_alive(), "the heartbeat thread waited for the writer"
+        assert not heartbeat.is_alive(), "the heartbeat thread did the deletion"
+        assert dn.data.get(7) is replica       # queued for the deleter, not done here
         deleter = threading.Thread(target=dn._deleter, daemon=True)
         deleter.start()
-        assert dn.data.get(7) is replica       # still there: its writer has not stopped
-        stuck.let_go.set()
         deadline = time.monotonic() + 10
         while dn.data.get(7) is not None and time.monotonic() < deadline:
             time.sleep(0.01)
         assert dn.data.get(7) is None
+        assert not stuck.stop_called and replica.writer is stuck   # never stopped
+        assert [(r["block"], r["kind"]) for r in dn._ibr] == [(7, "deleted")]
     finally:
         stuck.let_go.set()
         dn._stopped.set()
+
+
+def test_a_receiver_whose_replica_was_deleted_acks_on_but_not_its_last_packet(tmp_path):
+    """After FsDatasetImpl.invalidate the BlockReceiver writes on: its packets are acked,
+    but finalizeBlock finds no replica (ReplicaNotFoundException) and the PacketResponder
+    sends no ack for the last packet; the stream closes and the writer sees the error."""
+    dn = _datanode(tmp_path)
+    emitted = []
+    dn.emit = lambda event, **fields: emitted.append(dict(fields, event=event))
+    replica = dn.data.create_rbw(9, 1001)
+    up_a, up_b = socket.socketpair()
+    with up_a, up_b:
+        receiver = BlockReceiver(dn, up_a, {"block": 9, "gs": 1001, "stage": "DATA_STREAMING"})
+        receiver.replica = replica
+        replica.writer = receiver
+        assert dn.data.invalidate(9, 1001) is True
+        responder = threading.Thread(target=receiver._packet_responder)
+        responder.start()
+        receiver.acks.put((wire.Packet(0, 0, b"y" * 512, b"\0" * 4), wire.SUCCESS))
+        assert wire.FrameReader(up_b, 4096).ack() == (0, [wire.SUCCESS])
+        receiver.acks.put((wire.Packet(1, 512, b"", b"", wire.FLAG_LAST), wire.SUCCESS))
+        responder.join(5)
+        assert not responder.is_alive()
+        up_b.settimeout(0.3)
+        with pytest.raises(socket.timeout):
+            up_b.recv(1)                               # no ack for the last packet
+    [err] = [e for e in emitted if e["event"] == "dn.pipeline.error"]
+    assert err["error"] == "ReplicaNotFoundException" and err["reason"].startswith("finalize")
+    assert dn.data.get(9) is None and not any(e.get("state") == "FINALIZED" for e in emitted)
 
 
 # -- 6. recoverRbw's checks --------------------------------------------------------------
@@ -290,6 +322,104 @@ def test_sync_block_with_only_empty_answers_removes_the_block(tmp_path):
     assert op == "commitBlockSynchronization" and args["delete"] is True
 
 
+def _recovery(tmp_path, answers: dict):
+    """A primary whose initReplicaRecovery calls get `answers[dn]` (an info dict, or an
+    exception to raise); returns (datanode, NameNode calls, emitted events)."""
+    dn = _datanode(tmp_path)
+    calls, emitted = [], []
+
+    def call_dn(peer, op, **args):
+        if op == "initReplicaRecovery":
+            answer = answers[peer]
+            if isinstance(answer, Exception):
+                raise answer
+            return dict(answer)
+        calls.append((peer, op, args))
+        return {}
+    dn._call_dn = call_dn
+    dn.nn = lambda: types.SimpleNamespace(call=lambda op, **args: calls.append(("nn", op, args)))
+    dn.emit = lambda event, **fields: emitted.append(dict(fields, event=event))
+    return dn, calls, emitted
+
+
+def _recover(dn, locations):
+    dn.recover_block({"block": 5, "gs": 1001, "recovery_id": 1005, "locations": locations})
+
+
+def test_recovery_goes_on_when_only_some_locations_fail(tmp_path):
+    """3.x BlockRecoveryWorker.recover: errors are counted, and the recovery aborts only
+    if every location failed ("All datanodes failed"). One failure and two locations
+    without the replica: syncBlock with nothing to sync removes the block."""
+    dn, calls, emitted = _recovery(tmp_path, {
+        "dn1": IOExceptionRemote("connection refused"),
+        "dn2": ReplicaNotFoundException("no replica of block 5"),
+        "dn3": ReplicaNotFoundException("no replica of block 5")})
+    _recover(dn, ["dn1", "dn2", "dn3"])
+    [commit] = [args for who, op, args in calls if op == "commitBlockSynchronization"]
+    assert commit["delete"] is True and commit["targets"] == []
+
+
+def test_recovery_aborts_when_every_location_failed(tmp_path):
+    dn, calls, emitted = _recovery(tmp_path, {dn: IOExceptionRemote("down")
+                                              for dn in ("dn1", "dn2")})
+    _recover(dn, ["dn1", "dn2"])
+    assert calls == []
+    assert any("All datanodes failed" in e.get("reason", "") for e in emitted
+               if e["event"] == "dn.recovery.error" and "peer" not in e)
+
+
+def test_recovery_syncs_with_the_locations_that_answered(tmp_path):
+    dn, calls, _ = _recovery(tmp_path, {
+        "dn1": IOExceptionRemote("down"),
+        "dn2": {"state": "RBW", "len": 700, "gs": 1001},
+        "dn3": {"state": "RBW", "len": 900, "gs": 1001}})
+    _recover(dn, ["dn1", "dn2", "dn3"])
+    [commit] = [args for who, op, args in calls if op == "commitBlockSynchronization"]
+    assert commit["delete"] is False and commit["new_len"] == 700
+    assert sorted(commit["targets"]) == ["dn2", "dn3"]
+
+
+def test_temporary_replica_goes_under_recovery_and_is_left_out_of_the_sync(tmp_path):
+    """FsDatasetImpl.initReplicaRecoveryImpl stops a TEMPORARY replica's writer and puts
+    it under recovery like any other; BlockRecoveryWorker counts it as a candidate but
+    syncs only RWR or better, so a block whose only replica with data is TEMPORARY is
+    not removed: the recovery fails ("none is in RWR or better state")."""
+    ds = dataset(tmp_path / "dn")
+    replica = ds.create_temporary(5, 1001)
+    write(ds, replica, b"t" * 600)
+    replica.writer = writer = _StuckWriter()
+    writer.let_go.set()
+    info = ds.init_replica_recovery(5, 1001, 1005, stop_timeout=1.0)
+    assert info == {"state": "TEMPORARY", "len": 600, "gs": 1001}
+    assert replica.state == "RUR" and writer.stop_called and replica.writer is None
+    dn, calls, emitted = _recovery(tmp_path, {
+        "dn1": info, "dn2": ReplicaNotFoundException("no replica of block 5")})
+    _recover(dn, ["dn1", "dn2"])
+    assert calls == []                          # no removal, no commit
+    assert any("none is in RWR or better state" in e.get("reason", "") for e in emitted
+               if e["event"] == "dn.recovery.error")
+
+
+def test_sync_block_aborts_only_when_every_update_failed(tmp_path):
+    """syncBlock: participants whose updateReplicaUnderRecovery failed are left out of
+    the commit; only if all failed is nothing committed ("Cannot recover ...")."""
+    dn, calls, emitted = _recovery(tmp_path, {})
+
+    def call_dn(peer, op, **args):
+        if peer == "dn1":
+            raise IOExceptionRemote("gone")
+        calls.append((peer, op, args))
+    dn._call_dn = call_dn
+    answers = [{"dn": d, "state": "RBW", "len": 700, "gs": 1001} for d in ("dn1", "dn2")]
+    dn._sync_block(5, 1005, answers, None, block_gs=1001)
+    [commit] = [args for who, op, args in calls if op == "commitBlockSynchronization"]
+    assert commit["targets"] == ["dn2"]
+    calls.clear()
+    with pytest.raises(OSError, match=r"Cannot recover block 5, the following datanodes failed: \['dn1'\]"):
+        dn._sync_block(5, 1005, answers[:1], None, block_gs=1001)
+    assert calls == []
+
+
 def test_datanode_advances_bytes_acked_only_on_an_all_success_ack(tmp_path):
     dn = _datanode(tmp_path)
     replica = dn.data.create_rbw(9, 1001)
@@ -334,6 +464,24 @@ def test_more_than_five_recoveries_for_the_same_packet_fail_the_stream():
     streamer = _streamer()
     streamer.last_acked_seqno = 3
     for _ in range(5):
+        streamer.count_recovery()
+    with pytest.raises(PipelineError, match="5 times for the same packet"):
+        streamer.count_recovery()
+
+
+def test_a_restarting_node_does_not_count_toward_the_recovery_limit():
+    """3.x DataStreamer: `if (!errorState.isRestartingNode() && ++pipelineRecoveryCount >
+    maxPipelineRecoveryRetries)`: waiting for a node that sent the OOB RESTART ack takes
+    as many rounds as the restart takes, none of them counted."""
+    streamer = _streamer()
+    streamer.last_acked_seqno = 3
+    streamer.count_recovery()                 # a real failure: 1
+    streamer.restarting_index = 0
+    for _ in range(10):                       # the restart rounds for the same packet
+        streamer.count_recovery()
+    assert streamer.recovery_count == 1
+    streamer.restarting_index = -1
+    for _ in range(4):
         streamer.count_recovery()
     with pytest.raises(PipelineError, match="5 times for the same packet"):
         streamer.count_recovery()

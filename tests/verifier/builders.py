@@ -24,7 +24,7 @@ from minihdfs.workload import CONTENT_NAME, Content
 T0 = 1_700_000_000.0
 C1 = "DFSClient_c1_100"
 C2 = "DFSClient_c2_200"
-NNH = "HDFS_NameNode"
+NNH = "HDFS_NameNode-2026-11-26 09:30:00,000+0000"   # 3.x LeaseManager.getInternalLeaseHolder
 ROLES = {"nn": "namenode", "harness": "harness"}
 
 

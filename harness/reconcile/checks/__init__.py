@@ -77,8 +77,8 @@ CHECKS: list[Check] = [
     Check("L1", "one writer per file", check_l1),
     Check("L2", "soft limit respected", check_l2,
           "count_if(event = 'nn.lease.recover' AND NOT coalesce(force, false) AND holder "
-          "IS NOT NULL AND requester IS NOT NULL AND requester <> holder AND requester <> "
-          f"{sql_string(NAMENODE_HOLDER)}) > 0"),
+          "IS NOT NULL AND requester IS NOT NULL AND requester <> holder AND NOT "
+          f"startswith(requester, {sql_string(NAMENODE_HOLDER)})) > 0"),
     Check("L3", "hard limit enforced by the NameNode", check_l3),
     Check("L4", "recovered files closed in the end", check_l4,
           "count_if(event IN ('nn.lease.recover', 'nn.lease.reassign', 'nn.recovery.start') "

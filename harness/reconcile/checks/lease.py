@@ -53,7 +53,7 @@ def check_l2(runs: RunSet) -> Outcome:
     rec = rec.filter(~F.coalesce(F.col("force"), F.lit(False)) & F.col("holder").isNotNull()
                      & F.col("requester").isNotNull()
                      & (F.col("requester") != F.col("holder"))
-                     & (F.col("requester") != NAMENODE_HOLDER))
+                     & ~F.col("requester").startswith(NAMENODE_HOLDER))
     rec = with_conf(runs, last_renewal(runs, rec))
     age = F.col("ts") - F.col("last_renew")
     early = F.col("last_renew").isNotNull() & (age < F.col("soft_limit") - LOG_SLACK_S)
@@ -78,7 +78,8 @@ def check_l3(runs: RunSet) -> Outcome:
     """Hard limit: a lease not renewed for longer than the hard limit is recovered by the
     NameNode within hard limit + 2 monitor intervals; and the monitor never expires a
     lease (nn.lease.expired limit=hard) that is younger than the hard limit."""
-    iv = lease_intervals(runs).filter(F.col("holder") != NAMENODE_HOLDER) \
+    # the NameNode's own holder: HDFS_NameNode, on 3.x with a timestamp suffix
+    iv = lease_intervals(runs).filter(~F.col("holder").startswith(NAMENODE_HOLDER)) \
         .withColumn("ikey", F.col("s_eid"))
     # the NameNode's renewals: the holder's own, and those inside a lease recovery that
     # leaves the file open (a recovering client that calls recoverLease again renews its
