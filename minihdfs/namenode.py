@@ -40,7 +40,6 @@ class BlockInfo:
         self.recovery_id = 0
         self.primary: str | None = None
         self.tried_primaries: set[str] = set()
-        self.recovery_started = 0.0
         self.truncate_len: int | None = None
 
     def finalized_matching(self) -> list[str]:
@@ -936,7 +935,6 @@ class NameNode:
         fresh = [dn for dn in alive if not self.datanodes[dn].stale]
         candidates = [dn for dn in (fresh or alive) if dn not in info.tried_primaries] \
             or fresh or alive
-        info.recovery_started = time.monotonic()
         if not candidates:
             info.primary = None
             self.emit("nn.recovery.start", path=info.path, block=info.id, gs=old_gs,
@@ -1092,7 +1090,7 @@ class NameNode:
                                                  "len": info.num_bytes}
                 self._set_state(info, COMMITTED)
                 self._try_complete(info)
-                if close:
+                if close and info.id in self.pending_recovery:
                     # 3.x BlockManager.commitOrCompleteLastBlock: a block just recovered
                     # is completed even without min replicas ("complete the block
                     # forcibly"), so the file closes with a COMPLETE last block
