@@ -876,7 +876,7 @@ class NameNode:
             if not pen_ok:
                 raise AlreadyBeingCreatedException(
                     f"Failed to release lease for file {path}. Committed blocks are waiting "
-                    "to be minimally replicated.")
+                    "to be minimally replicated. Try again later.")
             # 3.x FSNamesystem.internalReleaseLease: "Intentionally fall through" to block
             # recovery, as for an UNDER_CONSTRUCTION last block
         # UNDER_CONSTRUCTION or UNDER_RECOVERY (or COMMITTED, above)
