@@ -32,6 +32,8 @@ NAMENODE = {
     "nn.hold.timeout",         # {held_event, held_seq, timeout}: exact injection gave up
     # fields added to contract events: nn.lease.add carries `reason: restart` for a
     # lease restored at NameNode start
+    # fields added to contract events: nn.lease.renew carries `path` and `reason:
+    # lease_recovery` for the renewal made inside internalReleaseLease
     # fields added by the Hadoop log adapter (harness/systems/hadoop/logmap.py): every
     # adapted event carries `source: "hadoop-log"` and `logger` (the log4j logger/caller
     # of its line); nn.lease.renew carries `observed_by: "client"` when it comes from the

@@ -177,9 +177,6 @@ KEYS: dict[str, Key] = {k.name: k for k in [
         "duration"),
     Key("dfs.datanode.xceiver.stop.timeout.millis", _millis, 60000,
         "how long initReplicaRecovery waits for a writer to stop", "duration"),
-    Key("dfs.namenode.recovery.timeout", _seconds, 0,
-        "restart block recovery when it has not committed after this (0: 2 x heartbeat "
-        "recheck)", "duration"),
 ]}
 
 

@@ -40,7 +40,6 @@ class BlockInfo:
         self.recovery_id = 0
         self.primary: str | None = None
         self.tried_primaries: set[str] = set()
-        self.recovery_started = 0.0
         self.truncate_len: int | None = None
 
     def finalized_matching(self) -> list[str]:
@@ -93,6 +92,10 @@ class NameNode:
         self.last_gs = 1000
         self.last_block_id = 1073741824       # Hadoop's first block id
         self.pending_replication: dict[tuple[int, str], float] = {}
+        # 3.x BlockManager.pendingRecoveryBlocks (HDFS-11576): block id -> when its
+        # recovery attempt times out; a new attempt only after that
+        self.pending_recovery: dict[int, float] = {}
+        self.clock = time.monotonic
         self._stopped = threading.Event()
         self.started = time.monotonic()
         self.deletion_delay = conf["dfs.namenode.startup.delay.block.deletion.sec"]
@@ -331,6 +334,7 @@ class NameNode:
 
     def _remove_block(self, inode: INodeFile, info: BlockInfo, reason: str) -> None:
         inode.blocks.remove(info.id)
+        self.pending_recovery.pop(info.id, None)
         self._set_state(info, REMOVED)
         self._invalidate_all(info)
         self.blocks.pop(info.id, None)
@@ -515,6 +519,12 @@ class NameNode:
                 raise self._reject("updatePipeline", IOExceptionRemote,
                                    f"update of block {info.id} from gs {info.gs} to "
                                    f"{new_block['gs']} is not allowed", info.path, holder)
+            if int(new_block["len"]) < info.num_bytes:
+                # 3.x FSNamesystem.updatePipelineInternal: a block never shrinks here
+                raise self._reject("updatePipeline", IOExceptionRemote,
+                                   f"Update blk_{info.id}_{old_block['gs']} (size={info.num_bytes}) "
+                                   f"to a smaller size block blk_{info.id}_{new_block['gs']} "
+                                   f"(size={new_block['len']})", info.path, holder)
             old_gs = info.gs
             info.gs, info.num_bytes = int(new_block["gs"]), int(new_block["len"])
             info.expected = list(new_nodes)
@@ -855,10 +865,21 @@ class NameNode:
                     self._try_complete(b)
                 self._finalize_file(inode, "lease_recovery")
                 return True
-            raise AlreadyBeingCreatedException(
-                f"Failed to release lease for file {path}. Committed blocks are waiting to be "
-                "minimally replicated. Try again later.")
-        # UNDER_CONSTRUCTION or UNDER_RECOVERY
+            if pen_ok and last.num_bytes == 0:
+                # 3.x FSNamesystem.internalReleaseLease (HDFS-14498): an empty COMMITTED
+                # last block without replicas is dropped and the file closed
+                for b in infos[:-1]:
+                    self._try_complete(b)
+                self._remove_block(inode, last, "empty")
+                self._finalize_file(inode, "lease_recovery")
+                return True
+            if not pen_ok:
+                raise AlreadyBeingCreatedException(
+                    f"Failed to release lease for file {path}. Committed blocks are waiting "
+                    "to be minimally replicated. Try again later.")
+            # 3.x FSNamesystem.internalReleaseLease: "Intentionally fall through" to block
+            # recovery, as for an UNDER_CONSTRUCTION last block
+        # UNDER_CONSTRUCTION or UNDER_RECOVERY (or COMMITTED, above)
         if not last.expected:
             last.expected = [dn for dn, r in last.replicas.items() if r["gs"] >= last.gs]
         if not last.expected and last.num_bytes == 0:
@@ -867,9 +888,29 @@ class NameNode:
             self._finalize_file(inode, "lease_recovery")
             return True
         lease = self._reassign_lease(lease, path, new_holder, inode)
-        self._initialize_block_recovery(last)
+        # 3.x BlockManager.addBlockRecoveryAttempt: one recovery of a block at a time;
+        # until it times out a new request changes only the lease holder
+        if self._add_block_recovery_attempt(last):
+            self._initialize_block_recovery(last)
         self.leases.renew(lease)
+        self.emit("nn.lease.renew", holder=lease.holder, path=path, reason="lease_recovery")
         return False
+
+    @property
+    def block_recovery_timeout(self) -> float:
+        """BlockManager.getBlockRecoveryTimeout: 30 x the heartbeat interval, which
+        Hadoop reads in whole seconds (300 ms is 0 s: no wait)."""
+        return int(self.conf["dfs.heartbeat.interval"]) * 30
+
+    def _add_block_recovery_attempt(self, info: BlockInfo) -> bool:
+        """PendingRecoveryBlocks.add: True (and the attempt recorded) if no recovery of
+        the block is pending or the pending one has timed out."""
+        now = self.clock()
+        timeout_at = self.pending_recovery.get(info.id)
+        if timeout_at is not None and now <= timeout_at:
+            return False
+        self.pending_recovery[info.id] = now + self.block_recovery_timeout
+        return True
 
     def _reassign_lease(self, lease: Lease, path: str, new_holder: str | None,
                         inode: INodeFile) -> Lease:
@@ -894,7 +935,6 @@ class NameNode:
         fresh = [dn for dn in alive if not self.datanodes[dn].stale]
         candidates = [dn for dn in (fresh or alive) if dn not in info.tried_primaries] \
             or fresh or alive
-        info.recovery_started = time.monotonic()
         if not candidates:
             info.primary = None
             self.emit("nn.recovery.start", path=info.path, block=info.id, gs=old_gs,
@@ -1049,11 +1089,25 @@ class NameNode:
                 if info.gs != old_gs:   # the block's GS changes here, to the recovery id
                     self.emit("nn.block.gs_bump", block=info.id, old_gs=old_gs, gs=info.gs,
                               reason="recovery", path=info.path)
+                if close:
+                    # 3.x FSNamesystem.commitBlockSynchronization: the targets become the
+                    # block's stored locations ("Insert block locations into blockManager")
+                    for dn in targets:
+                        if self._alive(dn):
+                            info.replicas[dn] = {"state": "FINALIZED", "gs": info.gs,
+                                                 "len": info.num_bytes}
                 self._set_state(info, COMMITTED)
                 self._try_complete(info)
+                if close and info.id in self.pending_recovery:
+                    # 3.x BlockManager.commitOrCompleteLastBlock: a block just recovered
+                    # is completed even without min replicas ("complete the block
+                    # forcibly"), so the file closes with a COMPLETE last block
+                    self._set_state(info, COMPLETE)
             self._log_file("OP_UPDATE_BLOCKS", inode)
             if close:
                 self._finalize_file(inode, "block_recovery")
+            # BlockManager.successfulBlockRecovery: the attempt is no longer pending
+            self.pending_recovery.pop(info.id, None)
             return True
 
     # == monitors =======================================================================
@@ -1065,7 +1119,6 @@ class NameNode:
         while not self._stopped.wait(interval):
             with self.lock:
                 self.check_leases()
-                self._retry_stuck_recoveries()
 
     def check_leases(self) -> None:
         for lease in self.leases.expired_hard():
@@ -1076,29 +1129,10 @@ class NameNode:
             for path in sorted(lease.paths):
                 try:
                     self._release(lease, path, holder, requester=holder, force=False)
-                except HdfsError as e:
-                    current = self.leases.get_by_path(path)
-                    if current is not None:
-                        self.leases.remove(current, path)
-                        self.emit("nn.lease.remove", holder=current.holder, path=path,
-                                  reason="forced", error=type(e).__name__)
-
-    @property
-    def recovery_timeout(self) -> float:
-        """How long a block stays UNDER_RECOVERY before recovery starts again with a new
-        id and another primary: dfs.namenode.recovery.timeout, or (0, the default) twice
-        the heartbeat recheck interval, as the key's help says."""
-        return (self.conf["dfs.namenode.recovery.timeout"]
-                or 2 * self.conf["dfs.namenode.heartbeat.recheck-interval"])
-
-    def _retry_stuck_recoveries(self) -> None:
-        """A recovery whose primary died or gave up (no commitBlockSynchronization) is
-        not left hanging until the next hard-limit expiry: it is retried."""
-        timeout = self.recovery_timeout
-        now = time.monotonic()
-        for info in list(self.blocks.values()):
-            if info.state == UNDER_RECOVERY and now - info.recovery_started > timeout:
-                self._initialize_block_recovery(info)
+                except HdfsError:
+                    # 3.x LeaseManager.checkLeases: the lease stays and is retried on a
+                    # later round ("It will be retried"); 2.7 removed it by force
+                    continue
 
     def _heartbeat_monitor(self) -> None:
         """Marks DataNodes stale and dead; a dead node's replicas stop counting."""

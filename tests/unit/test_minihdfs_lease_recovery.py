@@ -5,13 +5,14 @@ and the old holder shut out afterwards."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
-from minihdfs.leases import NAMENODE_LEASE_HOLDER
-from minihdfs.namenode import COMMITTED, UNDER_RECOVERY
-from minihdfs.rpc import (AlreadyBeingCreatedException, LeaseExpiredException,
-                          RecoveryInProgressException)
+from minihdfs.leases import NAMENODE_LEASE_HOLDER, is_namenode_holder
+from minihdfs.namenode import COMMITTED, COMPLETE, UNDER_RECOVERY
+from minihdfs.rpc import (AlreadyBeingCreatedException, IOExceptionRemote,
+                          LeaseExpiredException, RecoveryInProgressException)
 from tests.unit.test_minihdfs_namenode import namenodes, new_namenode, received  # noqa: F401
 
 
@@ -76,16 +77,49 @@ def test_all_blocks_complete_closes_at_once(nn):
     assert ev["reason"] == "lease_recovery"
 
 
-def test_last_block_committed_without_min_replicas_waits_then_closes(nn):
+def test_committed_last_block_with_min_replicas_closes(nn):
     nn.rpc_create("/f", "c1")
     lb = nn.rpc_addBlock("/f", "c1")
-    inode = nn.files["/f"]
-    nn._commit_block("t", inode, {"block": lb["block"], "gs": lb["gs"], "len": 700}, "c1")
+    nn._commit_block("t", nn.files["/f"], {"block": lb["block"], "gs": lb["gs"], "len": 700}, "c1")
     assert nn.blocks[lb["block"]].state == COMMITTED
-    with pytest.raises(AlreadyBeingCreatedException, match="minimally replicated"):
-        nn.rpc_recoverLease("/f", "c2")
     received(nn, lb["locations"][0], lb["block"], lb["gs"], 700)
     assert nn.rpc_recoverLease("/f", "c2") is True
+
+
+def test_committed_last_block_without_replicas_falls_through_to_block_recovery(nn):
+    # 3.x internalReleaseLease: the penultimate block is fine (there is none), so a
+    # COMMITTED last block lacking replicas is recovered as an UNDER_CONSTRUCTION one
+    nn.rpc_create("/f", "c1")
+    lb = nn.rpc_addBlock("/f", "c1")
+    nn._commit_block("t", nn.files["/f"], {"block": lb["block"], "gs": lb["gs"], "len": 700}, "c1")
+    assert nn.rpc_recoverLease("/f", "c2") is False
+    info = nn.blocks[lb["block"]]
+    assert info.state == UNDER_RECOVERY and info.primary in lb["locations"]
+    assert nn.leases.get_by_path("/f").holder == "c2"
+    [rec] = nn.events.named("nn.lease.recover", path="/f")
+    assert rec["result"] == "recovering"
+
+
+def test_committed_penultimate_block_without_replicas_refuses_the_release(nn):
+    nn.rpc_create("/f", "c1")
+    b1 = nn.rpc_addBlock("/f", "c1")
+    prev = {"block": b1["block"], "gs": b1["gs"], "len": 1000}
+    b2 = nn.rpc_addBlock("/f", "c1", previous=prev)          # b1 COMMITTED, no replica
+    nn._commit_block("t", nn.files["/f"], {"block": b2["block"], "gs": b2["gs"], "len": 5}, "c1")
+    with pytest.raises(AlreadyBeingCreatedException, match="minimally replicated"):
+        nn.rpc_recoverLease("/f", "c2")
+    assert nn.leases.get_by_path("/f").holder == "c1"
+    assert not nn.events.named("nn.recovery.start")
+
+
+def test_committed_empty_last_block_is_removed_and_the_file_closed(nn):
+    # 3.x internalReleaseLease, HDFS-14498
+    nn.rpc_create("/f", "c1")
+    lb = nn.rpc_addBlock("/f", "c1")
+    nn._commit_block("t", nn.files["/f"], {"block": lb["block"], "gs": lb["gs"], "len": 0}, "c1")
+    assert nn.rpc_recoverLease("/f", "c2") is True
+    assert nn.files["/f"].blocks == [] and nn.rpc_getFileInfo("/f")["closed"]
+    assert nn.leases.get_by_path("/f") is None
 
 
 def test_empty_last_block_never_reported_is_removed_and_the_file_closed(nn):
@@ -123,14 +157,101 @@ def test_hard_limit_monitor_recovers_as_the_namenode(nn):
     assert len(nn.events.named("nn.recovery.start")) == 1
 
 
-def test_release_that_throws_removes_the_lease_by_force(nn):
+def test_monitor_keeps_a_lease_whose_release_fails_and_retries_it(nn):
+    # 3.x LeaseManager.checkLeases: "It will be retried"; never a file open without a lease
+    nn.rpc_create("/f", "c1")
+    b1 = nn.rpc_addBlock("/f", "c1")
+    prev = {"block": b1["block"], "gs": b1["gs"], "len": 1000}
+    b2 = nn.rpc_addBlock("/f", "c1", previous=prev)
+    last = {"block": b2["block"], "gs": b2["gs"], "len": 9}
+    assert nn.rpc_complete("/f", "c1", last=last) is False   # both COMMITTED, no replica
+    nn.leases.clock.now += 3601
+    nn.check_leases()
+    [rec] = nn.events.named("nn.lease.recover", path="/f")
+    assert (rec["result"], rec["error"]) == ("error", "AlreadyBeingCreatedException")
+    assert not nn.events.named("nn.lease.remove", path="/f")
+    assert nn.leases.get_by_path("/f").holder == "c1" and nn.files["/f"].under_construction
+    nn.check_leases()                                        # still failing: still kept
+    assert nn.leases.get_by_path("/f").holder == "c1"
+    # the reports arrive (a partition healed): the next round closes the file
+    received(nn, b1["locations"][0], b1["block"], b1["gs"], 1000)
+    received(nn, b2["locations"][0], b2["block"], b2["gs"], 9)
+    nn.check_leases()
+    assert nn.rpc_getFileInfo("/f")["closed"] and nn.leases.get_by_path("/f") is None
+
+
+def test_hard_limit_on_a_committed_last_block_recovers_it_and_closes_the_file(nn):
+    # the writer died after complete() answered "not yet": its reports are held back
     nn.rpc_create("/f", "c1")
     lb = nn.rpc_addBlock("/f", "c1")
-    nn._commit_block("t", nn.files["/f"], {"block": lb["block"], "gs": lb["gs"], "len": 9}, "c1")
-    nn.leases.clock.now += 3601                   # COMMITTED, no replica: release throws
+    last = {"block": lb["block"], "gs": lb["gs"], "len": 700}
+    assert nn.rpc_complete("/f", "c1", last=last) is False
+    nn.leases.clock.now += 3601
     nn.check_leases()
-    assert nn.events.named("nn.lease.remove", path="/f", reason="forced")
-    assert nn.leases.get_by_path("/f") is None
+    assert is_namenode_holder(nn.leases.get_by_path("/f").holder)
+    info = nn.blocks[lb["block"]]
+    assert info.state == UNDER_RECOVERY
+    nn.rpc_commitBlockSynchronization(lb["block"], info.recovery_id, info.recovery_id, 700,
+                                      True, False, lb["locations"])
+    assert nn.rpc_getFileInfo("/f")["closed"] and nn.leases.get_by_path("/f") is None
+
+
+def test_internal_release_lease_logs_the_renewal_it_makes(nn):
+    open_with_block(nn)
+    nn.rpc_recoverLease("/f", "c2")
+    [renew] = nn.events.named("nn.lease.renew", holder="c2")
+    assert (renew["path"], renew["reason"]) == ("/f", "lease_recovery")
+    nn.leases.clock.now += 61                   # a soft-limit takeover renews the holder's
+    with pytest.raises(RecoveryInProgressException):
+        nn.rpc_append("/f", "c3")
+    assert nn.events.named("nn.lease.renew", holder="c2", reason="lease_recovery")[1:]
+
+
+# -- one block recovery at a time (3.x PendingRecoveryBlocks, HDFS-11576) ---------------
+
+def test_a_second_request_changes_only_the_lease_holder_until_the_attempt_times_out(nn):
+    lb = open_with_block(nn)                      # heartbeats every 3 s: 90 s timeout
+    assert nn.rpc_recoverLease("/f", "c2") is False
+    info = nn.blocks[lb["block"]]
+    first = info.recovery_id
+    nn.leases.clock.now += 1
+    assert nn.rpc_recoverLease("/f", "c2") is False      # the caller again
+    assert nn.rpc_recoverLease("/f", "c3") is False      # another caller: takes the lease
+    assert info.recovery_id == first and len(nn.events.named("nn.recovery.start")) == 1
+    assert nn.leases.get_by_path("/f").holder == "c3" and nn.files["/f"].client_name == "c3"
+    assert len(nn.datanodes[info.primary].recover) == 1
+    nn.leases.clock.now += 90                     # the attempt timed out
+    assert nn.rpc_recoverLease("/f", "c3") is False
+    assert info.recovery_id > first and len(nn.events.named("nn.recovery.start")) == 2
+
+
+def test_the_monitor_retries_a_recovery_only_once_the_attempt_timed_out(tmp_path, namenodes):
+    node = new_namenode(tmp_path / "nn", {"lease.hard-limit": "10s"})   # 90 s timeout
+    node.leases.clock = node.clock = Clock()
+    namenodes.append(node)
+    lb = open_with_block(node)
+    node.leases.clock.now += 11
+    node.check_leases()
+    info = node.blocks[lb["block"]]
+    first = info.recovery_id
+    node.leases.clock.now += 11                   # the NameNode's own lease expires
+    node.check_leases()
+    assert info.recovery_id == first and len(node.events.named("nn.recovery.start")) == 1
+    assert len(node.events.named("nn.lease.recover", result="recovering")) == 2
+    node.leases.clock.now += 80                   # 102 s after the first attempt
+    node.check_leases()
+    assert info.recovery_id > first and len(node.events.named("nn.recovery.start")) == 2
+
+
+def test_sub_second_heartbeats_allow_a_new_attempt_at_once(tmp_path, namenodes):
+    # Hadoop reads dfs.heartbeat.interval in whole seconds: 300 ms is a 0 s timeout
+    node = new_namenode(tmp_path / "nn", {"dfs.heartbeat.interval": "300ms"})
+    namenodes.append(node)
+    lb = open_with_block(node)
+    assert node.rpc_recoverLease("/f", "c2") is False
+    time.sleep(0.01)
+    assert node.rpc_recoverLease("/f", "c2") is False
+    assert len(node.events.named("nn.recovery.start", block=lb["block"])) == 2
 
 
 def test_old_holder_is_shut_out_after_recovery(nn):
@@ -161,6 +282,42 @@ def test_commit_block_synchronization_closes_and_invalidates_stale_replicas(nn):
     assert nn.events.named("nn.replica.invalidate", dn=stale, block=lb["block"])
     with pytest.raises(Exception, match="closed"):   # a late, other commit is refused
         nn.rpc_commitBlockSynchronization(lb["block"], 1, 1, 5, True, False, keep)
+
+
+def test_commit_block_synchronization_completes_the_last_block_so_append_works(nn):
+    # 3.x commitBlockSynchronization -> closeFileCommitBlocks: COMPLETE at once, before
+    # any DataNode reported the recovered replica
+    lb = open_with_block(nn)
+    nn.rpc_recoverLease("/f", "c2")
+    rid = nn.blocks[lb["block"]].recovery_id
+    nn.rpc_commitBlockSynchronization(lb["block"], rid, rid, 800, True, False, lb["locations"])
+    assert nn.blocks[lb["block"]].state == COMPLETE
+    [blk] = nn.rpc_getBlockLocations("/f")["blocks"]
+    assert sorted(blk["locations"]) == sorted(lb["locations"])
+    reply = nn.rpc_append("/f", "c3")
+    assert reply["last_block"]["block"] == lb["block"] and reply["len"] == 800
+
+
+def test_commit_block_synchronization_completes_even_without_a_live_target(nn):
+    lb = open_with_block(nn)
+    nn.rpc_recoverLease("/f", "c2")
+    rid = nn.blocks[lb["block"]].recovery_id
+    for dn in lb["locations"]:
+        nn.datanodes[dn].dead = True
+    nn.rpc_commitBlockSynchronization(lb["block"], rid, rid, 800, True, False, lb["locations"])
+    assert nn.blocks[lb["block"]].state == COMPLETE and nn.rpc_getFileInfo("/f")["closed"]
+
+
+def test_update_pipeline_refuses_a_smaller_length(nn):
+    lb = open_with_block(nn)
+    nn.rpc_fsync("/f", "c1", last_block_len=1000)
+    new = nn.rpc_updateBlockForPipeline(lb["block"], "c1")
+    old = {"block": lb["block"], "gs": lb["gs"], "len": 1000}
+    with pytest.raises(IOExceptionRemote, match="to a smaller size block"):
+        nn.rpc_updatePipeline("c1", old, dict(new, len=600), lb["locations"][:2])
+    info = nn.blocks[lb["block"]]
+    assert (info.gs, info.num_bytes) == (lb["gs"], 1000)
+    assert nn.rpc_updatePipeline("c1", old, dict(new, len=1000), lb["locations"][:2])
 
 
 def test_rename_and_delete_update_leases(nn):

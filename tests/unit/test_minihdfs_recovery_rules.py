@@ -1,7 +1,7 @@
 """Recovery rules of the mini-HDFS held to Hadoop's, in-process (issue 17, deviations
 1-9 and 11): no commit of a block under recovery, create with overwrite of an open file,
 reader locations of COMMITTED blocks and RWR replicas, recoverRbw's checks, syncBlock's
-answer filter, bytesAcked on an all-SUCCESS ack, stuck recoveries retried, the
+answer filter, bytesAcked on an all-SUCCESS ack, no timer restarting a recovery, the
 pipeline-recovery limit per packet, and what a NameNode restart restores and logs."""
 
 from __future__ import annotations
@@ -94,21 +94,20 @@ def test_committed_block_gives_readers_its_pipeline(nn):
     assert blk["state"] == COMMITTED and sorted(blk["locations"]) == sorted(lb["locations"])
 
 
-# -- 8. stuck recoveries, and the locations sent with few fresh nodes --------------------
+# -- 8. no recovery timer, and the locations sent with few fresh nodes --------------------
 
-def test_stuck_recovery_is_retried_after_the_default_timeout(tmp_path, namenodes):
-    node = new_namenode(tmp_path / "nn", {"dfs.namenode.heartbeat.recheck-interval": "1s"})
+def test_no_namenode_timer_restarts_a_recovery(tmp_path, namenodes):
+    # Hadoop has no such timer (and no dfs.namenode.recovery.timeout): a stuck recovery
+    # is retried by the lease monitor at the next hard limit or by a later recoverLease
+    node = new_namenode(tmp_path / "nn", {"dfs.namenode.heartbeat.recheck-interval": "50ms",
+                                          "dfs.namenode.lease-recheck-interval-ms": "50ms"})
     namenodes.append(node)
     lb = open_with_block(node)
     assert node.rpc_recoverLease("/f", "c2") is False
-    info = node.blocks[lb["block"]]
-    first, first_primary = info.recovery_id, info.primary
-    node._retry_stuck_recoveries()
-    assert info.recovery_id == first          # not yet: 2 x recheck interval
-    info.recovery_started -= 2.5
-    node._retry_stuck_recoveries()
-    assert info.recovery_id > first and info.primary != first_primary
-    assert len(node.events.named("nn.recovery.start", block=lb["block"])) == 2
+    time.sleep(0.6)                               # 12 monitor rounds, 6 x the old timeout
+    assert len(node.events.named("nn.recovery.start", block=lb["block"])) == 1
+    with pytest.raises(ConfigError, match="unknown configuration key"):
+        Config({"dfs.namenode.recovery.timeout": "5s"})
 
 
 def test_recovery_sends_every_location_when_fewer_than_two_are_fresh(nn):

@@ -489,6 +489,29 @@ def _(rid):
                                     error="AlreadyBeingCreatedException")
 
 
+@case("L2-takeover-renews-the-holder", ("L2", "pass"))
+def _(rid):
+    """The takeover's internalReleaseLease renews c1's lease and logs it (HDFS renews the
+    lease a recovery leaves behind) just before its nn.lease.recover: that is no renewal
+    before the takeover."""
+    r = lease_recovery(rid)
+    r.ev(4.4995, "nn", "nn.lease.renew", holder=C1, path="/f", reason="lease_recovery")
+    return r
+
+
+@case("L2-takeover-soon-after-a-recovery-renewal", ("L2", "fail"))
+def _(rid):
+    """A first takeover at 3.1 (2.05 s after c1's last renewal) started block recovery and
+    renewed c1's lease; the second at 4.5 comes 1.4 s after that renewal, before the soft
+    limit (2 s), and still takes the file."""
+    r = lease_recovery(rid)
+    r.ev(3.0995, "nn", "nn.lease.renew", holder=C1, path="/f", reason="lease_recovery")
+    r.ev(3.1, "nn", "nn.lease.recover", path="/f", holder=C1, requester=C2, force=False,
+         result="recovering")
+    r.ev(4.4995, "nn", "nn.lease.renew", holder=C1, path="/f", reason="lease_recovery")
+    return r
+
+
 # -- L3 hard limit ------------------------------------------------------------------------------
 
 def _writer_killed_at_1_2(rid: str) -> Run:
@@ -532,7 +555,7 @@ def _(rid):
     return crashed_writer(rid, recover_at=6.2, expired_at=3.0)
 
 
-def recovering_holder(rid: str, repeat_result: str) -> Run:
+def recovering_holder(rid: str, repeat_result: str, log_renewals: bool = False) -> Run:
     """c1 crashes holding /f; c2 calls recoverLease at 1.5 s and is handed the lease, but
     the block recovery never ends (its DataNodes are paused), so c2 calls again every
     second until the run ends at 13 s (hard limit 5 s). Each repeated call that answers
@@ -546,6 +569,9 @@ def recovering_holder(rid: str, repeat_result: str) -> Run:
     for i in range(11):
         t = 2.5 + i
         if repeat_result == "recovering":
+            if log_renewals:
+                r.ev(t - 0.0005, "nn", "nn.lease.renew", holder=C2, path="/f",
+                     reason="lease_recovery")
             r.ev(t, "nn", "nn.lease.recover", path="/f", holder=C2, requester=C2, force=True,
                  result="recovering")
         else:
@@ -563,6 +589,42 @@ def _(rid):
 @case("L3-recovering-holder-refused", ("L3", "fail"))
 def _(rid):
     return recovering_holder(rid, "error")
+
+
+@case("L3-recovery-renewals-logged", ("L3", "skip"))
+def _(rid):
+    """As L3-recovering-holder-renews-by-recover-lease, with the renewal each repeated
+    call makes logged (nn.lease.renew reason lease_recovery) before its nn.lease.recover."""
+    return recovering_holder(rid, "recovering", log_renewals=True)
+
+
+def failed_release(rid: str, retries: bool) -> Run:
+    """c1 crashes holding /f with its penultimate block COMMITTED and unreported: from
+    6.2 s the monitor's internalReleaseLease fails (AlreadyBeingCreated) and the lease
+    stays c1's (3.x checkLeases); retried every round (500 ms) or only once, until the
+    reports arrive and the round at 9.2 s closes the file."""
+    r = _writer_killed_at_1_2(rid)
+    for t in ([6.2 + 0.5 * i for i in range(6)] if retries else [6.2]):
+        r.ev(t, "nn", "nn.lease.expired", holder=C1, limit="hard")
+        r.ev(t + 0.001, "nn", "nn.lease.recover", path="/f", holder=C1, requester=NNH,
+             force=False, result="error", error="AlreadyBeingCreatedException")
+    r.ev(9.2, "nn", "nn.lease.expired", holder=C1, limit="hard")
+    r.ev(9.201, "nn", "nn.file.close", path="/f", len=512, reason="lease_recovery")
+    r.ev(9.202, "nn", "nn.lease.remove", holder=C1, path="/f", reason="lease_recovery")
+    r.ev(9.203, "nn", "nn.lease.recover", path="/f", holder=C1, requester=NNH, force=False,
+         result="closed")
+    end(r, 15.0)
+    return r
+
+
+@case("L3-failed-release-retried", ("L3", "pass"))
+def _(rid):
+    return failed_release(rid, retries=True)
+
+
+@case("L3-failed-release-not-retried", ("L3", "fail"))
+def _(rid):
+    return failed_release(rid, retries=False)
 
 
 # -- L4 closed in the end -----------------------------------------------------------------------
@@ -851,6 +913,20 @@ def _(rid):
     close(r, 1.3, 1024, pipeline=["dn1"])
     end(r, 2.0)
     return r
+
+
+@case("H1-complete-at-recovery-commit", ("H1", "pass"))
+def _(rid):
+    """Block recovery commits with close: the NameNode completes the block at once (3.x
+    commitOrCompleteLastBlock), before any DataNode reported the recovered replica."""
+    return lease_recovery(rid).drop("nn.replica.reported")
+
+
+@case("H1-complete-at-another-length-than-committed", ("H1", "fail"))
+def _(rid):
+    """The recovery committed 512 bytes; a COMPLETE of 1024 bytes has no such excuse."""
+    r = lease_recovery(rid).drop("nn.replica.reported")
+    return r.edit("nn.block.state", {"state": "COMPLETE"}, len=1024)
 
 
 @case("H1-nothing-complete", ("H1", "skip"))

@@ -399,9 +399,22 @@ def check_h1(runs: RunSet) -> Outcome:
     NameNode logs as COMPLETE had, by then, at least dfs.namenode.replication.min
     FINALIZED replicas of its GS and length reported by distinct DataNodes to that same
     NameNode process (since its last nn.start). A block made COMPLETE on the client's word
-    alone would be listed as readable with no replica that holds it."""
-    done = base(runs.of("nn.block.state"), "block", "gs", "len", "state", "path").filter(
+    alone would be listed as readable with no replica that holds it. A closing
+    commitBlockSynchronization completes the recovered block at once (3.x
+    BlockManager.commitOrCompleteLastBlock: its targets are its locations, or it is
+    completed "forcibly"), so a COMPLETE after such a commit of the same GS and length
+    is not judged."""
+    judged = base(runs.of("nn.block.state"), "block", "gs", "len", "state", "path").filter(
         (F.col("state") == "COMPLETE") & F.col("block").isNotNull())
+    synced = (runs.of("nn.recovery.commit")
+              .filter(F.coalesce(F.col("close"), F.lit(False))
+                      & ~F.coalesce(F.col("delete"), F.lit(False)))
+              .select(F.col("run_id").alias("_r"), F.col("block").alias("_b"),
+                      F.col("gs").alias("_g"), F.col("len").alias("_l"), F.col("ts").alias("_t")))
+    done = judged.join(synced, (judged["run_id"] == synced["_r"])
+                       & (judged["block"] == synced["_b"]) & (judged["gs"] == synced["_g"])
+                       & (judged["len"] == synced["_l"]) & (synced["_t"] <= judged["ts"]),
+                       "left_anti")
     starts = runs.of("nn.start").select("run_id", F.col("ts").alias("s_ts"))
     since = (done.join(starts, "run_id", "left")
              .filter(F.col("s_ts").isNull() | (F.col("s_ts") <= F.col("ts")))
@@ -420,7 +433,7 @@ def check_h1(runs: RunSet) -> Outcome:
                        F.sort_array(F.collect_set("_dn")).alias("reported_by")))
     need = F.coalesce(F.col("min_replication"), F.lit(1))
     bad = g.filter(F.col("reported") < need)
-    return Outcome(runs_of(done), violation(
+    return Outcome(runs_of(judged), violation(
         bad, F.format_string("block %d became COMPLETE with %d FINALIZED replica(s) of GS %d "
                              "and length %d reported, below dfs.namenode.replication.min %d",
                              F.col("block"), F.col("reported"), F.col("gs"), F.col("len"), need),

@@ -275,8 +275,9 @@ def recovery_renewals(runs: RunSet) -> DataFrame:
     does not close the file (internalReleaseLease, result `recovering`) renews the lease it
     leaves behind: the requester's after recoverLease (reassigned to it, or already its own
     when it calls again), the old holder's after a soft-limit takeover by create/append
-    (HDFS renews it so that recovery does not start again at once). No nn.lease.renew is
-    logged for these: it would read as the holder's own renewal (L2, L6)."""
+    (HDFS renews it so that recovery does not start again at once). The mini-HDFS also
+    logs these as nn.lease.renew with reason `lease_recovery` just before the
+    nn.lease.recover; Hadoop's log has no line for them."""
     return (runs.of("nn.lease.recover").filter(F.col("result") == "recovering")
             .select("run_id", F.when(F.coalesce(F.col("force"), F.lit(False)), F.col("requester"))
                     .otherwise(F.col("holder")).alias("holder"), "ts", "eid", "event")
