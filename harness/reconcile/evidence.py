@@ -136,8 +136,10 @@ def lease_recoveries(ev: RunEvents, path: str | None = None) -> list[dict]:
                 "reason": close.get("reason") if close else None}
         end = (f"file closed at {_s(ct)} ({item['reason']}, length {item['len']})" if close
                else "the file never closed")
+        how = {"recovering": "block recovery started", "closed": "closed at once"}.get(
+            item["result"], "lease reassigned")
         item["what"] = (f"lease of {item['holder_node']} on {p} recovered at {_s(t)} by {by}"
-                        f" ({item['result'] or 'reassigned'}): {end}")
+                        f" ({how}): {end}")
         item["brief"] = (f"{item['holder_node']}'s lease on {p} by {by} {_s(t)}, "
                          + (f"closed {_s(ct)}" if close else "never closed"))
         items.append(item)
@@ -201,8 +203,9 @@ def file_story(ev: RunEvents, path: str, hflushes: list[dict], final: dict | Non
         t = ev.t({"ts": h.get("ts")})
         items.append({"t": t, "node": h.get("node"), "hflushes": h.get("count"),
                       "offset": h.get("offset"),
-                      "what": f"{h.get('node')} hflushed {h.get('count')} times, the last at "
-                              f"{_s(t)} up to offset {h.get('offset')}",
+                      "what": f"{h.get('node')} hflushed up to offset {h.get('offset')} at "
+                              f"{_s(t)} ({h.get('count')} hflush"
+                              f"{'' if h.get('count') == 1 else 'es'})",
                       "brief": f"{h.get('node')} hflushed {h.get('offset')} {_s(t)}"})
     for c in ev.of("client.close", path=path):
         t = ev.t(c)

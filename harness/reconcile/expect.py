@@ -193,15 +193,16 @@ def evaluate_expect(expect: dict, checks: list[CheckResult], metrics: dict,
     events = evidence.RunEvents(facts.events)
     files = expect.get("files") or {}
     for path, want in (files.items() if isinstance(files, dict) else []):
-        story = None
-        for item in _file_items(str(path), want if isinstance(want, dict) else {}, facts):
-            if item.pop("_story", False):
-                if story is None:
-                    story = evidence.file_story(
-                        events, str(path), facts.hflushes.get(str(path), []),
-                        facts.files.get(str(path)), facts.readback.get(str(path)))
+        found = _file_items(str(path), want if isinstance(want, dict) else {}, facts)
+        told = [i for i in found if i.pop("_story", False)]
+        # the file's story once: on each item it fails, else on the first
+        told = [i for i in told if i["status"] == "fail"] or told[:1]
+        if told:
+            story = evidence.file_story(events, str(path), facts.hflushes.get(str(path), []),
+                                        facts.files.get(str(path)), facts.readback.get(str(path)))
+            for item in told:
                 _attach(item, story)
-            items.append(item)
+        items.extend(found)
     rec = expect.get("recoveries") or {}
     for kind, spec in (rec.items() if isinstance(rec, dict) else []):
         metric = RECOVERY_METRICS.get(kind)

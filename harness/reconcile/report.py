@@ -372,8 +372,8 @@ def why_it_failed(verdict: dict, checks: list[dict]) -> list[dict]:
     for i in verdict.get("expect") or []:
         if i.get("status") not in ("fail", "error"):
             continue
-        rows = [{"why": e.get("what") or e.get("brief") or "",
-                 "rest": {k: v for k, v in e.items() if k not in ("what", "brief")}}
+        # an evidence item's sentence says what its fields hold
+        rows = [{"why": e.get("what") or e.get("brief") or "", "rest": {}}
                 for e in i.get("evidence") or []]
         out.append({"kind": "expect", "title": f"expected {i.get('what')}",
                     "detail": "" if rows or "evidence" not in i else "no events behind it",

@@ -179,3 +179,13 @@ def test_fail_line_carries_the_evidence_in_one_line():
     assert line.startswith("FAIL recover-lease-fencing (.) — unmet: block recoveries 1 (got 2: "
                            "1002 by c2 +5.0s primary dn3 never committed; 1003 by c2 +6.0s "
                            "primary dn2 committed +6.6s)")
+
+
+def test_processes_that_printed_nothing_leave_no_log(tmp_path):
+    from harness.backends.local import remove_empty_logs
+    (tmp_path / "nn.out").write_text("")
+    (tmp_path / "c1.out").write_text("Traceback ...\n")
+    (tmp_path / "toxiproxy.log").write_text("")
+    remove_empty_logs(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == ["c1.out"]
+    remove_empty_logs(str(tmp_path / "missing"))   # no folder: nothing to do

@@ -336,7 +336,8 @@ def test_unfinished_block_recovery_and_recover_lease_without_a_crash(spark, tmp_
     primary and cause in the unmet expectation's evidence."""
     from builders import C2, PIPE, lease_recovery
     from harness.reconcile.api import verify_runs
-    r = lease_recovery("unfinished", expect={"recoveries": {"block": 1, "lease": 1}})
+    r = lease_recovery("unfinished", expect={"recoveries": {"block": 1, "lease": 1},
+                                             "files": {"/f": {"closed": True, "len": 1024}}})
     r.drop("harness.node.kill").drop("harness.fault.inject")
     r.ev(5.8, "nn", "nn.lease.recover", path="/f", holder=C2, requester=C2, force=True,
          result="recovering")
@@ -358,3 +359,12 @@ def test_unfinished_block_recovery_and_recover_lease_without_a_crash(spark, tmp_
                                             (1003, "dn2", "c2 (recoverLease)", False)]
     lease = next(i for i in verdict["expect"] if i["what"].startswith("lease recoveries"))
     assert lease["status"] == "pass" and len(lease["evidence"]) == 1
+    # the length: the hflush, the recovery that chose 512 bytes, the close, the final state
+    closed, length = (i for i in verdict["expect"] if i["what"].startswith("/f "))
+    assert length["status"] == "fail" and "evidence" not in closed
+    story = [e["what"] for e in length["evidence"]]
+    assert story[0].startswith("c1 hflushed up to offset 512 at +1.") \
+        and story[0].endswith("(1 hflush)")
+    assert any("recovery 1002" in w and "length 512 (min_rbw)" in w for w in story)
+    assert "the NameNode closed the file at +5.0s (block_recovery), length 512" in story
+    assert story[-1] == "final state: closed, length 512; reads back 512 bytes"
