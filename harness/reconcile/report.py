@@ -135,9 +135,18 @@ def plot_timeline(events, bulk, path: str, t0: float) -> None:
                    linewidths=0.6)
     # recovery spans
     spans = _recovery_spans(events)
-    for k, (node, a, b, label, color) in enumerate(spans):
+    free: dict[str, list[float]] = defaultdict(list)   # per lane: where each level is free
+    room = 0.25 * max(end, 1.0)                         # a label's width, roughly
+    for node, a, b, label, color in sorted(spans, key=lambda sp: sp[1]):
         if node in y:
-            lift = 0.22 * (k % 2)
+            # the first level of the lane free from this span's start (its label included)
+            x0, x1 = (a - t0 - room, end) if b is None else (a - t0, b - t0 + room)
+            levels = free[node]
+            level = next((i for i, f in enumerate(levels) if f <= x0), len(levels))
+            if level == len(levels):
+                levels.append(x1)
+            levels[level] = x1
+            lift = 0.2 * (level % 4)
             if b is None:   # never ended: an open (hollow) bar to the end of the run
                 ax.plot([a - t0, end], [y[node] + 0.2 + lift] * 2, color=color, lw=4,
                         alpha=0.7, ls=(0, (2, 1.5)), solid_capstyle="butt")

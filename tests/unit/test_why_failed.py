@@ -189,3 +189,20 @@ def test_processes_that_printed_nothing_leave_no_log(tmp_path):
     remove_empty_logs(str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == ["c1.out"]
     remove_empty_logs(str(tmp_path / "missing"))   # no folder: nothing to do
+
+
+def test_timeline_draws_every_block_recovery_an_unfinished_one_open():
+    from harness.reconcile.report import _recovery_spans
+    spans = _recovery_spans(fencing_events())
+    block = [(round(a - T0, 3), None if b is None else round(b - T0, 3), label)
+             for _, a, b, label, _ in spans if label.startswith("block recovery")]
+    assert block == [(6.0, 6.6, f"block recovery {BLOCK} (1003) len 786432"),
+                     (5.0, None, f"block recovery {BLOCK} (1002) never committed")]
+
+
+def test_report_of_a_hand_made_failed_run_draws_its_plots(tmp_path):
+    from harness.reconcile.report import write_run_report
+    run, verdict = _failed_run(tmp_path)
+    path = write_run_report(run, verdict)
+    assert os.path.getsize(os.path.join(run, "plots", "timeline.png")) > 0
+    assert 'id="why"' in open(path, encoding="utf-8").read()
