@@ -103,7 +103,7 @@ def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
         rows = rows.unionByName(df, allowMissingColumns=True)
     got = [r.asDict() for r in rows.collect()]   # a column no part has is absent
     for r in sorted(got, key=lambda r: (r.get("ts") is not None, r.get("ts") or 0)):
-        f, kind, key = facts[r["run_id"]], r["kind"], r["key"]
+        f, kind, key = facts[r["run_id"]], r["kind"], r.get("key")
         if kind == "file":
             f.files[key] = {"closed": r["closed"], "len": r["len"]}
         elif kind == "readback":
