@@ -29,6 +29,7 @@ from pyspark.sql import DataFrame, Window, functions as F
 
 from .checks.common import (assign_stream, client_streams, first_after, node_deaths,
                             union_all)
+from .evidence import CLOSE_SLACK_S
 from .load import RunSet
 
 METRIC_NAMES = ["lease_recovery_s", "pipeline_recovery_s", "block_recovery_s",
@@ -37,7 +38,6 @@ METRIC_NAMES = ["lease_recovery_s", "pipeline_recovery_s", "block_recovery_s",
 
 
 LATENCY_KINDS = ("pipeline", "lease", "block")
-CLOSE_SLACK_S = 0.05
 UNITS = {"lease_recovery_s": "s", "pipeline_recovery_s": "s", "block_recovery_s": "s",
          "pipeline_recoveries": "count", "block_recoveries": "count",
          "lease_recoveries": "count", "replacements": "count", "bytes_written": "bytes",
