@@ -79,7 +79,7 @@ def block_recoveries(ev: RunEvents, path: str | None = None) -> list[dict]:
         if key in seen:
             continue
         seen.add(key)
-        near = [r for r in recovers if r.get("path") == s.get("path")
+        near = [r for r in recovers if s.get("path") in (None, r.get("path"))
                 and abs(r["ts"] - s["ts"]) <= CAUSE_WINDOW_S]
         cause = min(near, key=lambda r: abs(r["ts"] - s["ts"])) if near else None
         if cause is not None:
