@@ -4,8 +4,11 @@ Files ending in .yaml or .yml under a folder named `scenarios` are collected as 
 `ScenarioItem` each, marked `scenario` (and `docker` with `--backend docker`). Running
 an item runs the scenario through `harness.runner.run_scenario`; the test fails when the
 verdict did not pass, and the failure is told in the scenario's terms: which checks
-failed with their evidence rows, which expectations were not met, where the run's
-results are. An invalid scenario fails with its validation messages.
+failed with their evidence rows, which expectations were not met with the events behind
+them, where the run's results are. An invalid scenario fails with its validation
+messages. The JUnit XML (`--junitxml`) gets the same reasons: the failure's message is its
+first line (with the failed checks and unmet expectations in short), and the test case's
+properties hold `run_dir`, `report`, `failed_checks` and `unmet`.
 
 Verification is batched: the first scenario item of a backend runs every selected
 scenario of that backend, then one Spark job verifies all their runs (Spark's start and
@@ -136,6 +139,8 @@ class ScenarioItem(pytest.Item):
         else:
             self.verdict = _batch(self.session, self.backend).verdict_of(self)
         if not _get(self.verdict, "passed", False):
+            for name, value in failure_properties(self.verdict):
+                self.user_properties.append((name, value))
             raise ScenarioFailed(self.scenario, self.verdict)
 
     def repr_failure(self, excinfo, style=None):
@@ -215,11 +220,42 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
+def _unmet(verdict: Any) -> list[Any]:
+    return [e for e in _get(verdict, "expect", None) or []
+            if _get(e, "status") not in ("pass", "skip", "not_observable")]
+
+
+def _failed_checks(verdict: Any) -> list[str]:
+    return [str(_get(c, "id")) for c in _get(verdict, "checks", None) or []
+            if _get(c, "status") in ("fail", "error")]
+
+
+def failure_properties(verdict: Any) -> list[tuple[str, str]]:
+    """The JUnit XML properties of a failed scenario: where its results and report are,
+    the failed checks, and each unmet expectation with its evidence in short."""
+    from harness.reconcile.evidence import with_brief
+    props = []
+    where = _get(verdict, "run_dir")
+    if where:
+        props += [("run_dir", str(where)), ("report", os.path.join(str(where), "report.html"))]
+    failed = _failed_checks(verdict)
+    if failed:
+        props.append(("failed_checks", ",".join(failed)))
+    for e in _unmet(verdict):
+        props.append(("unmet", with_brief(e) if isinstance(e, dict) else str(_get(e, "what"))))
+    return props
+
+
 def describe_failure(scenario: Scenario, verdict: Any) -> str:
     """The failure of a run in the scenario's terms: failed checks with their evidence,
-    unmet expectations, and where the results are."""
+    unmet expectations with the events behind them, and where the results are. The
+    first line says it in short (it is the JUnit XML failure's message)."""
     run_id = _get(verdict, "run_id")
-    lines = [f"scenario {scenario.name} failed" + (f" (run {run_id})" if run_id else "")]
+    reasons = [f"failed checks {','.join(_failed_checks(verdict))}"] if _failed_checks(verdict) else []
+    reasons += [f"unmet: {'; '.join(str(_get(e, 'what')) for e in _unmet(verdict))}"] \
+        if _unmet(verdict) else []
+    lines = [f"scenario {scenario.name} failed" + (f" (run {run_id})" if run_id else "")
+             + (f": {' | '.join(reasons)}" if reasons else "")]
     where = _get(verdict, "run_dir") or _get(verdict, "results_dir")
     if where:
         lines.append(f"  results: {where}")
@@ -244,6 +280,12 @@ def describe_failure(scenario: Scenario, verdict: Any) -> str:
             lines.append(f"  expect {_get(expectation, 'what')}: "
                          f"{str(_get(expectation, 'status')).upper()}"
                          + (f" ({detail})" if detail is not None else ""))
+            evidence = list(_get(expectation, "evidence", None) or [])
+            for item in evidence[:EVIDENCE_ROWS]:
+                lines.append(f"    {_get(item, 'what') or _row(item)}")
+            more = len(evidence) - EVIDENCE_ROWS + int(_get(expectation, "evidence_more", 0) or 0)
+            if more > 0:
+                lines.append(f"    ... and {more} more")
     exercised = _get(verdict, "exercised", None)
     if exercised is not None:
         # what the run proved at all: a listed check missing here is one that skipped
@@ -252,7 +294,7 @@ def describe_failure(scenario: Scenario, verdict: Any) -> str:
         lines.append(f"  run: {error}")
     if _get(verdict, "error"):
         lines.append(f"  {_get(verdict, 'error')}")
-    if len(lines) == 1 + bool(where):
+    if not reasons and len(lines) == 1 + bool(where):
         lines.append("  the verdict did not pass, but names no failed check or expectation")
     return "\n".join(lines)
 

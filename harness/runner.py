@@ -627,10 +627,12 @@ def run_scenarios(files: list[str], backend: str = "local", results_dir: str = "
 
 
 def result_line(verdict: dict) -> str:
-    """One line per scenario: PASS/FAIL, name, failed checks, where the results are."""
+    """One line per scenario: PASS/FAIL, name, where the results are, failed checks, and
+    each unmet expectation with the events behind it in a few words."""
     mark = "PASS" if verdict.get("passed") else "FAIL"
+    from harness.reconcile.evidence import with_brief
     failed = [c["id"] for c in verdict.get("checks", []) if c.get("status") == "fail"]
-    bad_expect = [e["what"] for e in verdict.get("expect", []) if e.get("status") == "fail"]
+    bad_expect = [with_brief(e) for e in verdict.get("expect", []) if e.get("status") == "fail"]
     detail = []
     if failed:
         detail.append("failed checks " + ",".join(failed))
@@ -640,5 +642,6 @@ def result_line(verdict: dict) -> str:
         detail.append(verdict["error"])
     if verdict.get("run_status") and verdict["run_status"] != "completed":
         detail.append(f"run {verdict['run_status']}: " + "; ".join(verdict.get("run_errors", [])))
-    return f"{mark} {verdict.get('scenario')} ({os.path.relpath(verdict.get('run_dir', '.'))})" \
+    line = f"{mark} {verdict.get('scenario')} ({os.path.relpath(verdict.get('run_dir', '.'))})" \
         + (f" — {' | '.join(detail)}" if detail else "")
+    return " ".join(line.split())   # one line, whatever the errors held

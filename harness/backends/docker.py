@@ -713,6 +713,8 @@ class DockerBackend(Backend):
                 data = c.logs(stdout=True, stderr=True)
             except Exception:   # a container that never started has no logs; go on
                 continue
+            if not data:   # a process that printed nothing leaves no empty file
+                continue
             with open(os.path.join(logs, name), "wb") as f:
                 f.write(data)
 

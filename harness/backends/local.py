@@ -139,6 +139,7 @@ class LocalBackend(Backend):
                 pass
         if self.toxiproxy is not None:
             self.toxiproxy.stop()
+        remove_empty_logs(os.path.join(self.run_dir, "logs"))
         if not self.keep:
             shutil.rmtree(self.work_dir, ignore_errors=True)
         try:
@@ -206,3 +207,20 @@ def reap_local(harness_pid: int | None = None) -> list[str]:
             shutil.rmtree(doc["work_dir"], ignore_errors=True)
         os.unlink(path)
     return removed
+
+
+def remove_empty_logs(folder: str) -> None:
+    """Remove the output files of processes that printed nothing: each process writes to
+    logs/<node>.out from its start (it may print at any time), and an empty file in the
+    results only looks like a log that lost its content."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            if os.path.isfile(path) and os.path.getsize(path) == 0:
+                os.unlink(path)
+        except OSError:
+            pass

@@ -25,6 +25,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from minihdfs.config import ConfigError, parse_duration, parse_size
+from . import evidence
 from .checks import CHECK_IDS, CheckResult
 from .load import RunSet
 
@@ -41,6 +42,10 @@ class RunFacts:
     hflushed: dict[str, int]            # path -> greatest client.hflush offset
     lease_recovered: set[str]           # paths whose lease was recovered
     ops: dict[str, dict]                # op_id -> {ok, error}
+    # the protocol events the evidence of the items is built from (evidence.EVENTS), and
+    # per path the hflushes of each client ({node, count, offset, ts})
+    events: list[dict] = dataclasses.field(default_factory=list)
+    hflushes: dict[str, list[dict]] = dataclasses.field(default_factory=dict)
 
 
 def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
@@ -51,6 +56,10 @@ def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
     wanted_ops = [(rid, str(o)) for rid, info in runs.runs.items()
                   for o in ((info.expect.get("workload") or {}) if isinstance(info.expect.get("workload"), dict) else {})]
     facts = {rid: RunFacts({}, {}, {}, set(), {}) for rid in runs.runs}
+    # the evidence of counts and lengths: only for runs whose expect asks for them
+    told = [rid for rid, info in runs.runs.items()
+            if any(isinstance(info.expect.get(k), dict) and info.expect.get(k)
+                   for k in ("recoveries", "files"))]
     # every fact in one query (a Spark job costs a tenth of a second or more to plan and
     # schedule): rows tagged with their kind, the other columns null
     parts = []
@@ -66,9 +75,11 @@ def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
         names = runs.event_names
         if "client.hflush" in names:
             parts.append(runs.of("client.hflush").join(paths, ["run_id", "path"], "left_semi")
-                         .groupBy("run_id", "path").agg(F.max("offset").cast("long").alias("len"))
+                         .groupBy("run_id", "path", "node")
+                         .agg(F.max("offset").cast("long").alias("len"),
+                              F.count(F.lit(1)).alias("count"), F.max("ts").alias("ts"))
                          .select(F.lit("hflushed").alias("kind"), "run_id",
-                                 F.col("path").alias("key"), "len"))
+                                 F.col("path").alias("key"), "len", "node", "count", "ts"))
         rec = (runs.of("nn.lease.recover").filter(F.col("result").isin("closed", "recovering"))
                .unionByName(runs.of("nn.lease.reassign"))
                .unionByName(runs.of("nn.file.close").filter(
@@ -81,6 +92,10 @@ def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
         parts.append(runs.of("client.op.end").join(ops, ["run_id", "op_id"], "left_semi")
                      .select(F.lit("op").alias("kind"), "run_id", F.col("op_id").alias("key"),
                              "ok", "error", "ts"))
+    wanted_events = [n for n in evidence.EVENTS if n in runs.event_names]
+    if told and wanted_events:
+        parts.append(runs.of(*wanted_events).filter(F.col("run_id").isin(told)).select(
+            F.lit("event").alias("kind"), "run_id", *evidence.FIELDS))
     if not parts:
         return facts
     rows = parts[0]
@@ -88,13 +103,17 @@ def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
         rows = rows.unionByName(df, allowMissingColumns=True)
     got = [r.asDict() for r in rows.collect()]   # a column no part has is absent
     for r in sorted(got, key=lambda r: (r.get("ts") is not None, r.get("ts") or 0)):
-        f, kind, key = facts[r["run_id"]], r["kind"], r["key"]
+        f, kind, key = facts[r["run_id"]], r["kind"], r.get("key")
         if kind == "file":
             f.files[key] = {"closed": r["closed"], "len": r["len"]}
         elif kind == "readback":
             f.readback[key] = {"len": r["len"], "crc": r["crc"]}
         elif kind == "hflushed":
-            f.hflushed[key] = int(r["len"])
+            f.hflushed[key] = max(f.hflushed.get(key, 0), int(r["len"]))
+            f.hflushes.setdefault(key, []).append(
+                {"node": r["node"], "count": r["count"], "offset": int(r["len"]), "ts": r["ts"]})
+        elif kind == "event":
+            f.events.append({k: r.get(k) for k in evidence.FIELDS if r.get(k) is not None})
         elif kind == "recovered":
             f.lease_recovered.add(key)
         else:   # the last end of an operation (by time) is its result
@@ -171,9 +190,19 @@ def evaluate_expect(expect: dict, checks: list[CheckResult], metrics: dict,
         got = status.get(cid, "skip")
         items.append({"what": f"{cid} must fail (got {got})",
                       "status": "pass" if got == "fail" else "fail"})
+    events = evidence.RunEvents(facts.events)
     files = expect.get("files") or {}
     for path, want in (files.items() if isinstance(files, dict) else []):
-        items.extend(_file_items(str(path), want if isinstance(want, dict) else {}, facts))
+        found = _file_items(str(path), want if isinstance(want, dict) else {}, facts)
+        told = [i for i in found if i.pop("_story", False)]
+        # the file's story once: on each item it fails, else on the first
+        told = [i for i in told if i["status"] == "fail"] or told[:1]
+        if told:
+            story = evidence.file_story(events, str(path), facts.hflushes.get(str(path), []),
+                                        facts.files.get(str(path)), facts.readback.get(str(path)))
+            for item in told:
+                _attach(item, story)
+        items.extend(found)
     rec = expect.get("recoveries") or {}
     for kind, spec in (rec.items() if isinstance(rec, dict) else []):
         metric = RECOVERY_METRICS.get(kind)
@@ -183,8 +212,8 @@ def evaluate_expect(expect: dict, checks: list[CheckResult], metrics: dict,
         value = metrics.get(metric, 0)
         ok = _count_ok(spec, value)
         label = "replacements" if kind == "replacements" else f"{kind} recoveries"
-        items.append({"what": f"{label} {spec} (got {value})",
-                      "status": "pass" if ok else "fail"})
+        item = {"what": f"{label} {spec} (got {value})", "status": "pass" if ok else "fail"}
+        items.append(_attach(item, evidence.COUNTED[kind](events)))
     if expect.get("max_recovery") is not None:
         items.append(_max_recovery_item(expect["max_recovery"], metrics))
     work = expect.get("workload") or {}
@@ -195,6 +224,15 @@ def evaluate_expect(expect: dict, checks: list[CheckResult], metrics: dict,
                       "status": "pass" if got == str(want) else "fail"})
     passed = checks_ok and all(i["status"] in ("pass", "not_observable") for i in items)
     return passed, items
+
+
+def _attach(item: dict, found: list[dict]) -> dict:
+    """The item with its evidence (the events behind it), at most evidence.MAX_ITEMS."""
+    shown, more = evidence.capped(found)
+    item["evidence"] = shown
+    if more:
+        item["evidence_more"] = more
+    return item
 
 
 def _max_recovery_item(spec: Any, metrics: dict) -> dict:
@@ -220,7 +258,7 @@ def _file_items(path: str, want: dict, facts: RunFacts) -> list[dict]:
             got = None if f is None else bool(f.get("closed"))
             ok = got is not None and got == bool(value)
             items.append({"what": what + ("" if ok else f" (got {'missing' if f is None else ('closed' if got else 'open')})"),
-                          "status": "pass" if ok else "fail"})
+                          "status": "pass" if ok else "fail", "_story": True})
         elif key in ("min_len", "len"):
             try:
                 if key == "min_len" and str(value).strip().lower() == "hflushed":
@@ -236,12 +274,12 @@ def _file_items(path: str, want: dict, facts: RunFacts) -> list[dict]:
             op = ">=" if key == "min_len" else "=="
             ok = got is not None and (got >= target if op == ">=" else got == target)
             items.append({"what": f"{path} len {op} {label} (got {'missing' if got is None else got})",
-                          "status": "pass" if ok else "fail"})
+                          "status": "pass" if ok else "fail", "_story": True})
         elif key == "lease_recovered":
             got = path in facts.lease_recovered
             items.append({"what": f"{path} lease {'recovered' if value else 'not recovered'}"
                                   + ("" if got == bool(value) else f" (got {'recovered' if got else 'not recovered'})"),
-                          "status": "pass" if got == bool(value) else "fail"})
+                          "status": "pass" if got == bool(value) else "fail", "_story": True})
         else:
             items.append({"what": f"{path}: unknown expectation {key!r}", "status": "fail"})
     return items

@@ -10,25 +10,34 @@ at than read.
 - plots/recovery_lengths.png: the replica lengths each DataNode answered in every block
   recovery (dn.recovery.sync), by original state, with the length chosen.
 
-The plots are drawn from the run's own log files, read here directly (one run is
-bounded; the checks themselves never do this). The page is templates/report.html.j2; it
-references the PNGs relatively, so the folder can be moved or served as it is.
+The page opens with "Why it failed" (each failed check with its evidence rows, each unmet
+expectation with the events behind it, from verdict.json) and what it takes to run the
+scenario again (description, seed, system, backend, duration, the faults as they fired,
+the command, links to every log). The plots and the fault schedule are drawn from the
+run's own log files, read here directly (one run is bounded; the checks themselves never
+do this). The page is templates/report.html.j2; it references the PNGs and logs
+relatively, so the folder can be moved or served as it is.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
+import shlex
 from collections import defaultdict
 
 import matplotlib
+import yaml
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from .templating import check_title, exercised, render  # noqa: E402
+
+WHY_ROWS = 10   # evidence rows of a failed check shown in "Why it failed"
 
 BULK = {"client.write", "client.ack", "client.lease.renew", "nn.lease.renew",
         "dn.block_report", "client.read"}
@@ -126,9 +135,25 @@ def plot_timeline(events, bulk, path: str, t0: float) -> None:
                    linewidths=0.6)
     # recovery spans
     spans = _recovery_spans(events)
-    for k, (node, a, b, label, color) in enumerate(spans):
+    free: dict[str, list[float]] = defaultdict(list)   # per lane: where each level is free
+    room = 0.25 * max(end, 1.0)                         # a label's width, roughly
+    for node, a, b, label, color in sorted(spans, key=lambda sp: sp[1]):
         if node in y:
-            lift = 0.22 * (k % 2)
+            # the first level of the lane free from this span's start (its label included)
+            x0, x1 = (a - t0 - room, end) if b is None else (a - t0, b - t0 + room)
+            levels = free[node]
+            level = next((i for i, f in enumerate(levels) if f <= x0), len(levels))
+            if level == len(levels):
+                levels.append(x1)
+            levels[level] = x1
+            lift = 0.2 * (level % 4)
+            if b is None:   # never ended: an open (hollow) bar to the end of the run
+                ax.plot([a - t0, end], [y[node] + 0.2 + lift] * 2, color=color, lw=4,
+                        alpha=0.7, ls=(0, (2, 1.5)), solid_capstyle="butt")
+                ax.plot([a - t0], [y[node] + 0.2 + lift], marker="|", ms=9, color=color)
+                ax.text(a - t0, y[node] + 0.2 + lift, label + " ", fontsize=7, color=color,
+                        va="center", ha="right")
+                continue
             ax.plot([a - t0, b - t0], [y[node] + 0.2 + lift] * 2, color=color, lw=4, alpha=0.7,
                     solid_capstyle="butt")
             ax.text(b - t0, y[node] + 0.2 + lift, " " + label, fontsize=7, color=color,
@@ -174,7 +199,8 @@ def _fault_span(ax, inj, a, b, i):
 
 
 def _recovery_spans(events):
-    """(node, start, end, label, color) for each recovery seen in the events."""
+    """(node, start, end, label, color) for each recovery seen in the events; end None:
+    it never ended (a block recovery never committed, a file never closed)."""
     spans = []
     open_err = {}
     rec_start = {}
@@ -188,15 +214,21 @@ def _recovery_spans(events):
             if a is not None:
                 spans.append((e["node"], a, e["ts"], f"pipeline GS {e.get('old_gs')}->{e.get('gs')}", "#ff7f0e"))
         elif ev == "nn.recovery.start":
-            rec_start[(e.get("block"), e.get("recovery_id"))] = e
+            rec_start.setdefault((e.get("block"), e.get("recovery_id")), e)
         elif ev == "nn.recovery.commit":
             s = rec_start.pop((e.get("block"), e.get("recovery_id")), None)
             if s is not None:
-                spans.append(("nn", s["ts"], e["ts"], f"block recovery {e.get('block')} len {e.get('len')}", "#9467bd"))
-        elif ev == "nn.lease.recover" and e.get("result") in ("recovering", "closed"):
+                spans.append(("nn", s["ts"], e["ts"], f"block recovery {e.get('block')} ({e.get('recovery_id')}) len {e.get('len')}", "#9467bd"))
+        # result closed: the NameNode closed the file at once (nn.file.close came first)
+        elif ev == "nn.lease.recover" and e.get("result") == "recovering":
             lease_rec.setdefault(e.get("path"), e["ts"])
         elif ev == "nn.file.close" and e.get("path") in lease_rec:
             spans.append(("nn", lease_rec.pop(e.get("path")), e["ts"], f"lease recovery {e.get('path')}", "#2ca02c"))
+    for (block, rid), s in rec_start.items():
+        spans.append(("nn", s["ts"], None, f"block recovery {block} ({rid}) never committed",
+                      "#9467bd"))
+    for path, a in lease_rec.items():
+        spans.append(("nn", a, None, f"lease recovery {path}: file never closed", "#2ca02c"))
     return spans
 
 
@@ -322,7 +354,134 @@ def render_run_html(verdict: dict, run_dir: str) -> str:
     bad = _malformed_sample(run_dir) if m.get("malformed_lines") else []
     return render("report.html.j2", verdict=verdict, checks=checks, summary=summary,
                   expect=verdict.get("expect") or [], metrics=m,
-                  malformed={"count": m.get("malformed_lines", len(bad)), "lines": bad})
+                  malformed={"count": m.get("malformed_lines", len(bad)), "lines": bad},
+                  why=why_it_failed(verdict, checks), run=run_summary(run_dir, verdict))
+
+
+def why_it_failed(verdict: dict, checks: list[dict]) -> list[dict]:
+    """The reasons of a failed run, most direct first: the run's own errors, each failed
+    or broken check with its evidence rows, each unmet expectation with its evidence
+    items. Each reason: {kind, title, detail, rows: [{why, rest}], more}."""
+    if verdict.get("passed"):
+        return []
+    out = []
+    if verdict.get("error"):
+        out.append({"kind": "run", "title": verdict["error"], "detail": "", "rows": [], "more": 0})
+    if verdict.get("run_status") and verdict.get("run_status") != "completed" \
+            or verdict.get("run_errors"):
+        out.append({"kind": "run", "title": f"run {verdict.get('run_status') or 'errors'}",
+                    "detail": "; ".join(verdict.get("run_errors") or []), "rows": [], "more": 0})
+    for c in checks:
+        if c["status"] not in ("fail", "error"):
+            continue
+        rows = c["evidence"][:WHY_ROWS]
+        total = max(c.get("violations") or 0, len(c["evidence"]))
+        out.append({"kind": "check", "title": f"{c['id']} {c['status']}: {c['title']}",
+                    "detail": c.get("reason") or "", "rows": rows, "more": total - len(rows)})
+    for i in verdict.get("expect") or []:
+        if i.get("status") not in ("fail", "error"):
+            continue
+        # an evidence item's sentence says what its fields hold
+        rows = [{"why": e.get("what") or e.get("brief") or "", "rest": {}}
+                for e in i.get("evidence") or []]
+        out.append({"kind": "expect", "title": f"expected {i.get('what')}",
+                    "detail": "" if rows or "evidence" not in i else "no events behind it",
+                    "rows": rows, "more": int(i.get("evidence_more") or 0)})
+    return out
+
+
+def run_summary(run_dir: str, verdict: dict) -> dict:
+    """What it takes to run the scenario again, and where everything of the run is:
+    {description, seed, system, release, backend, started, duration_s, status, faults,
+    command, event_logs, process_logs}, read from scenario.yaml and the harness's log."""
+    harness = _read_jsonl(os.path.join(run_dir, "events", "harness.jsonl"))
+    start = next((e for e in harness if e.get("event") == "harness.run.start"), {})
+    end = next((e for e in harness if e.get("event") == "harness.run.end"), {})
+    t0 = start.get("ts")
+    description = ""
+    try:
+        with open(os.path.join(run_dir, "scenario.yaml"), encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+        if isinstance(doc, dict):
+            description = str(doc.get("description") or "").strip()
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):   # the report does without it
+        pass
+    system = start.get("system") or verdict.get("system") or "minihdfs"
+    release = start.get("system_version") or verdict.get("system_version")
+    seed = start.get("seed")
+    backend = start.get("backend") or "local"
+    scenario_file = os.path.join(os.path.abspath(run_dir), "scenario.yaml")
+    cmd = ["hdfs-chaos", "run", scenario_file]
+    if seed is not None:
+        cmd += ["--seed", str(seed)]
+    cmd += ["--backend", backend, "--results", os.path.dirname(os.path.abspath(run_dir))]
+    if system != "minihdfs":
+        cmd += ["--system", system] + (["--hadoop-version", str(release)] if release else [])
+    return {
+        "description": description, "seed": seed, "system": system, "release": release,
+        "backend": backend,
+        "started": (datetime.datetime.fromtimestamp(t0, datetime.timezone.utc)
+                    .strftime("%Y-%m-%d %H:%M:%S UTC") if t0 else None),
+        "duration_s": round(end["ts"] - t0, 1) if t0 and end.get("ts") else None,
+        "status": end.get("status"),
+        "faults": fault_schedule(harness, t0),
+        "command": shlex.join(cmd),
+        "event_logs": _files(run_dir, "events"),
+        "process_logs": _files(run_dir, "logs"),
+    }
+
+
+def fault_schedule(harness: list[dict], t0: float | None) -> list[dict]:
+    """The faults as they fired: {fault, kind, trigger, t, lag_s, targets, params,
+    healed_t, error}, in firing order; t relative to the run's start."""
+    def rel(ts):
+        return round(ts - t0, 3) if ts is not None and t0 is not None else None
+    out, by_id, trigger = [], {}, {}
+    for e in harness:
+        ev, fid = e.get("event"), e.get("fault")
+        if ev == "harness.trigger" and e.get("action") == "inject":
+            trigger[fid] = e
+        elif ev in ("harness.fault.inject", "harness.fault.error"):
+            if ev == "harness.fault.error" and e.get("kind") == "heal":
+                if fid in by_id:
+                    by_id[fid]["error"] = e.get("reason")
+                continue
+            trig = trigger.pop(fid, {})
+            target = e.get("resolved") or e.get("target")
+            item = {"fault": fid, "kind": e.get("kind"), "trigger": trig.get("trigger"),
+                    "t": rel(e.get("ts")), "lag_s": trig.get("lag"),
+                    "targets": ", ".join(map(str, target)) if isinstance(target, list)
+                    else target, "params": e.get("params"), "healed_t": None,
+                    "error": e.get("reason") if ev == "harness.fault.error" else None}
+            out.append(item)
+            by_id[fid] = item
+        elif ev == "harness.fault.heal" and fid in by_id and by_id[fid]["healed_t"] is None:
+            by_id[fid]["healed_t"] = rel(e.get("ts"))
+    return out
+
+
+def _read_jsonl(path: str) -> list[dict]:
+    out = []
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict):
+                    out.append(rec)
+    except OSError:
+        pass
+    return out
+
+
+def _files(run_dir: str, sub: str) -> list[dict]:
+    """{name, href, bytes} of every file in run_dir/sub (hrefs relative to the report)."""
+    folder = os.path.join(run_dir, sub)
+    names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    return [{"name": n, "href": f"{sub}/{n}", "bytes": os.path.getsize(os.path.join(folder, n))}
+            for n in names if os.path.isfile(os.path.join(folder, n))]
 
 
 def _malformed_sample(run_dir: str, limit: int = 20) -> list[tuple[str, str]]:

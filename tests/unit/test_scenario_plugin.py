@@ -69,7 +69,9 @@ FAILED_VERDICT = {
         {"id": "D1", "status": "fail", "evidence": [{"row": i} for i in range(12)]},
     ],
     "exercised": ["P1", "L1", "D1"],
-    "expect": [{"what": "/data/f1 closed", "status": "fail"},
+    "expect": [{"what": "/data/f1 closed (got open)", "status": "fail",
+                "evidence": [{"t": 5.0, "node": "nn", "brief": "1002 by c2 +5.0s never committed",
+                              "what": "recovery 1002 started at +5.0s by c2: never committed"}]},
                {"what": "/data/f1 lease_recovered", "status": "pass"},
                {"what": "L3 expected but nothing exercised it", "status": "fail"}],
 }
@@ -100,14 +102,16 @@ def test_passing_failing_and_invalid_scenarios(pytester, library, runner):
                                     ("fine", "local", "out")]
     text = result.stdout.str()
     result.stdout.fnmatch_lines([
-        "*scenario client-crash-after-hflush failed (run 20240101-000000-crash)",
+        "scenario client-crash-after-hflush failed (run 20240101-000000-crash): failed checks "
+        "L1,D1 | unmet: /data/f1 closed (got open); L3 expected but nothing exercised it",
         "*results: results/20240101-000000-crash",
         "*check L1: FAIL",
         '*{"path": "/data/f1", "holder": "c1", "from": 1.0, "to": 3.5}',
         '*{"path": "/data/f1", "holder": "c2", "from": 2.0, "to": 4.0}',
         "*check D1: FAIL",
         "*... and 2 more rows",
-        "*expect /data/f1 closed: FAIL",
+        "*expect /data/f1 closed (got open): FAIL",
+        "*    recovery 1002 started at +5.0s by c2: never committed",
         "*expect L3 expected but nothing exercised it: FAIL",
         "*exercised: P1, L1, D1",
     ])
@@ -134,8 +138,33 @@ def test_must_fail_checks_are_marked_as_expected(pytester, runner):
         expect=[types.SimpleNamespace(what="P2 fails", status="fail")])
     result = pytester.runpytest(*_plugin_args())
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*scenario broken failed", "*check P3: FAIL", "*row 1",
+    result.stdout.fnmatch_lines(["*scenario broken failed: failed checks P3 | unmet: P2 fails",
+                                 "*check P3: FAIL", "*row 1",
                                  "*expect P2 fails: FAIL"])
+
+
+def test_junit_xml_tells_why_a_scenario_failed(pytester, library, runner):
+    """The JUnit XML's failure message is the failure's first line, and the test case's
+    properties name the run, its report, the failed checks and each unmet expectation
+    with its evidence in short."""
+    import xml.etree.ElementTree as ET
+    runner.verdicts["client-crash-after-hflush"] = FAILED_VERDICT
+    pytester.runpytest(*_plugin_args(), "--junitxml=out.xml")
+    root = ET.parse(pytester.path / "out.xml").getroot()
+    case = next(c for c in root.iter("testcase") if c.get("name") == "client-crash-after-hflush")
+    failure = case.find("failure")
+    assert failure.get("message").startswith(
+        "scenario client-crash-after-hflush failed (run 20240101-000000-crash): failed checks "
+        "L1,D1 | unmet: /data/f1 closed (got open); L3 expected")
+    props = [(p.get("name"), p.get("value")) for p in case.iter("property")]
+    assert props == [
+        ("run_dir", "results/20240101-000000-crash"),
+        ("report", "results/20240101-000000-crash/report.html"),
+        ("failed_checks", "L1,D1"),
+        ("unmet", "/data/f1 closed (got open: 1002 by c2 +5.0s never committed)"),
+        ("unmet", "L3 expected but nothing exercised it")]
+    fine = next(c for c in root.iter("testcase") if c.get("name") == "fine")
+    assert fine.find("properties") is None
 
 
 def test_a_missing_runner_fails_with_one_line(pytester, monkeypatch):

@@ -310,3 +310,61 @@ def test_a_bulk_table_that_cannot_be_built_fails_only_its_checks(case_runs, monk
         status = {c["id"]: c["status"] for c in v["checks"]}
         assert status["D2"] == "error"
         assert status["L1"] != "error" and status["P1"] != "error"
+
+
+def _counts_agree(m: dict) -> None:
+    for kind in ("pipeline", "lease", "block"):
+        assert (len(m["recovery_latencies_s"][kind]) + len(m["unmeasured_recoveries"][kind])
+                == m[f"{kind}_recoveries"]), (kind, m)
+
+
+def test_metric_counts_and_lists_agree(case_verdicts):
+    """Every count of recoveries has as many items: a latency, or an unmeasured entry
+    saying why there is none; every metric names its unit."""
+    for rid, v in case_verdicts.items():
+        m = v["metrics"]
+        _counts_agree(m)
+        assert set(m) - {"units"} <= set(m["units"]), rid
+        if m["lease_recoveries"]:
+            assert m["lease_recovery_s"] is not None or m["unmeasured_recoveries"]["lease"], rid
+
+
+def test_unfinished_block_recovery_and_recover_lease_without_a_crash(spark, tmp_path):
+    """c2's recoverLease fences a writer that did not crash (no kill, no crash fault):
+    the lease recovery is measured from the recoverLease to the close. A second recovery
+    of the block that never commits is counted, listed as unmeasured, and named with its
+    primary and cause in the unmet expectation's evidence."""
+    from builders import C2, PIPE, lease_recovery
+    from harness.reconcile.api import verify_runs
+    r = lease_recovery("unfinished", expect={"recoveries": {"block": 1, "lease": 1},
+                                             "files": {"/f": {"closed": True, "len": 1024}}})
+    r.drop("harness.node.kill").drop("harness.fault.inject")
+    r.ev(5.8, "nn", "nn.lease.recover", path="/f", holder=C2, requester=C2, force=True,
+         result="recovering")
+    r.ev(5.801, "nn", "nn.recovery.start", path="/f", block=1001, gs=1002, recovery_id=1003,
+         primary="dn2", pipeline=PIPE)
+    verdict, = verify_runs([r.write(str(tmp_path))])
+    m = verdict["metrics"]
+    _counts_agree(m)
+    assert m["block_recoveries"] == 2 and m["recovery_latencies_s"]["block"] == [
+        pytest.approx(0.528, abs=1e-3)]
+    assert [(u["recovery_id"], u["why"]) for u in m["unmeasured_recoveries"]["block"]] == [
+        (1003, "never committed")]
+    assert m["lease_recoveries"] == 1
+    assert m["lease_recovery_s"] == pytest.approx(5.032 - 4.5, abs=1e-3)
+    item = next(i for i in verdict["expect"] if i["what"].startswith("block recoveries"))
+    assert item["status"] == "fail"
+    assert [(e["recovery_id"], e["primary"], e["started_by"], e["ended"])
+            for e in item["evidence"]] == [(1002, "dn1", "c2 (soft limit passed)", True),
+                                            (1003, "dn2", "c2 (recoverLease)", False)]
+    lease = next(i for i in verdict["expect"] if i["what"].startswith("lease recoveries"))
+    assert lease["status"] == "pass" and len(lease["evidence"]) == 1
+    # the length: the hflush, the recovery that chose 512 bytes, the close, the final state
+    closed, length = (i for i in verdict["expect"] if i["what"].startswith("/f "))
+    assert length["status"] == "fail" and "evidence" not in closed
+    story = [e["what"] for e in length["evidence"]]
+    assert story[0].startswith("c1 hflushed up to offset 512 at +1.") \
+        and story[0].endswith("(1 hflush)")
+    assert any("recovery 1002" in w and "length 512 (min_rbw)" in w for w in story)
+    assert "the NameNode closed the file at +5.0s (block_recovery), length 512" in story
+    assert story[-1] == "final state: closed, length 512; reads back 512 bytes"
