@@ -414,7 +414,7 @@ def run_summary(run_dir: str, verdict: dict) -> dict:
     cmd = ["hdfs-chaos", "run", scenario_file]
     if seed is not None:
         cmd += ["--seed", str(seed)]
-    cmd += ["--backend", backend, "--results", os.path.dirname(os.path.abspath(run_dir))]
+    cmd += ["--backend", backend, "--out", os.path.dirname(os.path.abspath(run_dir))]
     if system != "minihdfs":
         cmd += ["--system", system] + (["--hadoop-version", str(release)] if release else [])
     return {

@@ -151,7 +151,7 @@ def test_report_says_how_to_run_it_again(tmp_path):
     html = render_run_html(verdict, run)
     again = _section(html, 'id="again"', "<h2>Timeline")
     assert "recoverLease fences a live writer" in again
-    assert f"hdfs-chaos run {run}/scenario.yaml --seed 17 --backend local --results {tmp_path}" in again
+    assert f"hdfs-chaos run {run}/scenario.yaml --seed 17 --backend local --out {tmp_path}" in again
     assert '<a href="events/nn.jsonl">nn.jsonl</a>' in again
     assert '<a href="logs/toxiproxy.log">toxiproxy.log</a>' in again
     assert "ran 9.0 s" in again
