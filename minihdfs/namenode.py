@@ -25,10 +25,10 @@ from .rpc import (AlreadyBeingCreatedException, FileAlreadyExistsException,
                   SafeModeException, UnregisteredNodeException)
 
 UNDER_CONSTRUCTION, UNDER_RECOVERY = "UNDER_CONSTRUCTION", "UNDER_RECOVERY"
+COMMITTED, COMPLETE, REMOVED = "COMMITTED", "COMPLETE", "REMOVED"
 # BlockManagerSafeMode.BMSafeModeStatus
 SAFEMODE_OFF, SAFEMODE_PENDING, SAFEMODE_EXTENSION = "OFF", "PENDING_THRESHOLD", "EXTENSION"
 SAFEMODE_RECHECK = 1.0   # SafeModeMonitor's recheck interval (Hadoop: 1000 ms)
-COMMITTED, COMPLETE, REMOVED = "COMMITTED", "COMPLETE", "REMOVED"
 
 
 class BlockInfo:
