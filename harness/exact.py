@@ -7,8 +7,11 @@ events that match a hold of its node; the server counts them with its own
 `TriggerMatcher` (the same rules as the trigger engine: name, node, `where`, `nth`,
 events before the run's start not counted) and, when one makes a trigger due, calls
 `fire(key, firing)` (which injects the fault and returns once it is in place) before it
-answers `release`. Every other announcement is released at once. A process that dies
-while held (the fault was its kill) just closes its connection.
+answers `release`. Every other announcement is released at once. Only the thread that
+logged the event waits (minihdfs.hold): the announcements of one process are counted in
+the order it sent them, and a firing runs on a thread of its own, so another thread of
+that process can be announced, held and released meanwhile. A process that dies while
+held (the fault was its kill) just closes its connection.
 
 A fault whose injection waits for the held process itself (a graceful restart of that
 process: SIGTERM, then waiting for it to exit, which it cannot while its log is held)
@@ -119,6 +122,7 @@ class HoldServer:
 
     def _serve(self, conn: socket.socket) -> None:
         buf = b""
+        send_lock = threading.Lock()   # answers to one process may go out from several threads
         with conn:
             while not self._stopping:
                 try:
@@ -134,12 +138,15 @@ class HoldServer:
                         message = json.loads(line)
                     except ValueError:
                         continue
-                    self._answer(conn, message)
+                    self._answer(conn, send_lock, message)
 
-    def _answer(self, conn: socket.socket, message: dict) -> None:
+    def _answer(self, conn: socket.socket, send_lock: threading.Lock, message: dict) -> None:
+        """Counts the announcement (in the order the process sent them) and releases it,
+        at once or, when it made triggers due, on a thread of its own once they fired:
+        other threads of the same process may be held and released meanwhile."""
         record = message.get("record") or {}
-        self.announced += 1
         with self._lock:
+            self.announced += 1
             due: list[Firing] = []
             if self.matcher is not None and not self._stopping:
                 if self.matcher.observe(record):
@@ -150,28 +157,37 @@ class HoldServer:
         reply = json.dumps({"seq": message.get("seq"), "release": True, "done": done}).encode() + b"\n"
 
         def release() -> None:
-            if released.is_set():
-                return
-            released.set()
-            try:
-                conn.sendall(reply)
-            except OSError:
-                pass   # the process is gone: the fault killed it
-
-        if due:
-            timer = threading.Timer(self.release_after, release)
-            timer.daemon = True
-            timer.start()
-            for firing in due:
-                firing.fired_ts = time.time()
-                self.fired.append(firing)
+            with send_lock:
+                if released.is_set():
+                    return
+                released.set()
                 try:
-                    self.fire(firing.key, firing)
-                except Exception:   # the runner records failed injections itself
-                    pass
-            timer.cancel()
-            self.on_release({"held_node": message.get("node"), "held_seq": message.get("seq"),
-                             "held_event": record.get("event"),
-                             "fired": [str(f.key) for f in due],
-                             "late": released.is_set()})
+                    conn.sendall(reply)
+                except OSError:
+                    pass   # the process is gone: the fault killed it
+
+        if not due:
+            release()
+            return
+        threading.Thread(target=self._fire_then_release, args=(due, message, record, release,
+                                                                released),
+                         name="hold-fire", daemon=True).start()
+
+    def _fire_then_release(self, due: list[Firing], message: dict, record: dict,
+                           release: Callable[[], None], released: threading.Event) -> None:
+        timer = threading.Timer(self.release_after, release)
+        timer.daemon = True
+        timer.start()
+        for firing in due:
+            firing.fired_ts = time.time()
+            self.fired.append(firing)
+            try:
+                self.fire(firing.key, firing)
+            except Exception:   # the runner records failed injections itself
+                pass
+        timer.cancel()
+        self.on_release({"held_node": message.get("node"), "held_seq": message.get("seq"),
+                         "held_event": record.get("event"),
+                         "fired": [str(f.key) for f in due],
+                         "late": released.is_set()})
         release()

@@ -30,6 +30,11 @@ NAMENODE = {
     "nn.rpc.malformed",        # {op, error, reason}: a request refused before any handler
                                # ran (bad frame, unknown op, arguments not fitting the op)
     "nn.hold.timeout",         # {held_event, held_seq, timeout}: exact injection gave up
+    # startup safe mode (BlockManagerSafeMode), each with the counts {safe_blocks,
+    # total_blocks, threshold_blocks, live_datanodes, min_datanodes}
+    "nn.safemode.enter",       # the NameNode started with thresholds not met
+    "nn.safemode.extension",   # {extension}: thresholds met, safe mode ends after this
+    "nn.safemode.leave",       # {waited}: safe mode is off, seconds since the start
     # fields added to contract events: nn.lease.add carries `reason: restart` for a
     # lease restored at NameNode start
     # fields added to contract events: nn.lease.renew carries `path` and `reason:

@@ -604,6 +604,8 @@ class DataStreamer(threading.Thread):
             try:
                 return self.client.nn_call("addBlock", path=self.s.path, holder=self.client.holder,
                                            previous=self.last_block, excluded=excluded)
+            # DFSOutputStream.addBlock retries NotReplicatedYetException only: a
+            # SafeModeException fails the stream (no RetriableException without HA)
             except NotReplicatedYetException:
                 if attempt == retries:
                     raise

@@ -102,6 +102,15 @@ def _int(minimum: int = 0) -> Callable[[Any, str], int]:
     return parse
 
 
+def _float(value: Any, what: str) -> float:
+    if isinstance(value, bool):
+        raise ConfigError(f"{what}: expected a number such as 0.999, got {value!r}")
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise ConfigError(f"{what}: expected a number such as 0.999, got {value!r}") from None
+
+
 def _size(value: Any, what: str) -> int:
     return parse_size(value, what)
 
@@ -124,7 +133,7 @@ class Key:
     parse: Callable[[Any, str], Any]
     default: Any
     help: str
-    kind: str  # size | duration | int | bool | choice, for the JSON Schema
+    kind: str  # size | duration | int | float | bool | choice, for the JSON Schema
 
 
 KEYS: dict[str, Key] = {k.name: k for k in [
@@ -148,6 +157,19 @@ KEYS: dict[str, Key] = {k.name: k for k in [
         "period of the re-replication and invalidation scan", "duration"),
     Key("dfs.namenode.startup.delay.block.deletion.sec", _seconds, 0,
         "the NameNode sends no replica deletions for this long after it starts",
+        "duration"),
+    # BlockManagerSafeMode: after a start the NameNode refuses changes (addBlock, recovery,
+    # re-replication, deletions) until this share of the COMPLETE blocks has
+    # dfs.namenode.replication.min live replicas and enough DataNodes are live, then
+    # waits the extension. Hadoop's extension default is 30s; 0 here, the value the
+    # harness gives its Hadoop clusters too (harness/systems/hadoop/conf.py BASE)
+    Key("dfs.namenode.safemode.threshold-pct", _float, 0.999,
+        "share of the COMPLETE blocks that must be reported before safe mode ends "
+        "(<= 0: no safe mode; > 1: it never ends by itself)", "float"),
+    Key("dfs.namenode.safemode.min.datanodes", _int(0), 0,
+        "live DataNodes needed before safe mode ends", "int"),
+    Key("dfs.namenode.safemode.extension", _millis, 0,
+        "safe mode lasts this long after its thresholds are met (Hadoop's default: 30s)",
         "duration"),
     Key("dfs.blockreport.intervalMsec", _millis, 21600000, "period of full block reports",
         "duration"),

@@ -31,7 +31,10 @@ class EventLog:
         self._hold = _hold_from_env(node, role)
 
     def emit(self, event: str, **fields: Any) -> dict:
-        """Log `event` with `fields`; returns the record written."""
+        """Log `event` with `fields`; returns the record written. A line that exact
+        injection holds (minihdfs.hold) is written and announced under the lock; only
+        then, with the lock released, does this thread wait: other threads log on."""
+        held = None
         with self._lock:
             record = {"ts": round(time.time(), 6), "node": self.node, "role": self.role,
                       "seq": self._seq, "event": event}
@@ -39,8 +42,10 @@ class EventLog:
             self._seq += 1
             self._write(record)
             if self._hold is not None:
-                self._hold.check(record, self._write_extra, self.role_prefix)
-            return record
+                held = self._hold.announce(record)
+        if held is not None:
+            self._hold.wait(held, self._write_extra, self.role_prefix)
+        return record
 
     def _write(self, record: dict) -> None:
         if self._fd is not None:
@@ -48,12 +53,13 @@ class EventLog:
             os.write(self._fd, line.encode())
 
     def _write_extra(self, fields: dict) -> None:
-        """Logs a line from inside `emit` (the lock is held)."""
-        record = {"ts": round(time.time(), 6), "node": self.node, "role": self.role,
-                  "seq": self._seq}
-        record.update(fields)
-        self._seq += 1
-        self._write(record)
+        """Logs a line of the hold itself (`<role>.hold.timeout`), never held."""
+        with self._lock:
+            record = {"ts": round(time.time(), 6), "node": self.node, "role": self.role,
+                      "seq": self._seq}
+            record.update(fields)
+            self._seq += 1
+            self._write(record)
 
     @property
     def role_prefix(self) -> str:

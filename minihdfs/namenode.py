@@ -9,6 +9,7 @@ before the RPC returns, and every transition is an event (spec/EVENTS.md).
 from __future__ import annotations
 
 import random
+import struct
 import threading
 import time
 import traceback
@@ -21,10 +22,13 @@ from .placement import BlockPlacementPolicy
 from .rpc import (AlreadyBeingCreatedException, FileAlreadyExistsException,
                   FileNotFoundException, HdfsError, InvalidRequestException, IOExceptionRemote,
                   LeaseExpiredException, NotReplicatedYetException, RecoveryInProgressException,
-                  UnregisteredNodeException)
+                  SafeModeException, UnregisteredNodeException)
 
 UNDER_CONSTRUCTION, UNDER_RECOVERY = "UNDER_CONSTRUCTION", "UNDER_RECOVERY"
 COMMITTED, COMPLETE, REMOVED = "COMMITTED", "COMPLETE", "REMOVED"
+# BlockManagerSafeMode.BMSafeModeStatus
+SAFEMODE_OFF, SAFEMODE_PENDING, SAFEMODE_EXTENSION = "OFF", "PENDING_THRESHOLD", "EXTENSION"
+SAFEMODE_RECHECK = 1.0   # SafeModeMonitor's recheck interval (Hadoop: 1000 ms)
 
 
 class BlockInfo:
@@ -118,6 +122,8 @@ class NameNode:
             self.leases.add(inode.client_name, inode.path)
             self.emit("nn.lease.add", holder=inode.client_name, path=inode.path,
                       reason="restart")
+        with self.lock:
+            self._safemode_activate()
         for target, name in ((self._lease_monitor, "LeaseManager.Monitor"),
                              (self._heartbeat_monitor, "HeartbeatManager"),
                              (self._redundancy_monitor, "RedundancyMonitor")):
@@ -344,6 +350,8 @@ class NameNode:
             self._queue_invalidate(dn, info.id, max(r["gs"], info.gs))
 
     def _queue_invalidate(self, dn: str, block: int, gs: int) -> None:
+        if self.safemode_status != SAFEMODE_OFF:
+            return   # BlockManager.addToInvalidates: nothing while replication queues are off
         d = self.datanodes.get(dn)
         if d is not None and not any(i["block"] == block for i in d.invalidate):
             d.invalidate.append({"block": block, "gs": gs})
@@ -355,6 +363,7 @@ class NameNode:
                    replication: int = 0, block_size: int = 0) -> dict:
         path = normalize(path)
         with self.lock:
+            self._check_safe_mode("create", "Cannot create file" + path, path, holder)
             replication = replication or self.conf["dfs.replication"]
             block_size = block_size or self.conf["dfs.blocksize"]
             if block_size % self.conf["dfs.bytes-per-checksum"]:
@@ -387,6 +396,7 @@ class NameNode:
     def rpc_append(self, path: str, holder: str, client_machine: str = "") -> dict:
         path = normalize(path)
         with self.lock:
+            self._check_safe_mode("append", "Cannot append to file" + path, path, holder)
             inode = self._take_over("append", path, holder)
             if inode.blocks and self.blocks[inode.blocks[-1]].state != COMPLETE:
                 raise self._reject("append", IOExceptionRemote,
@@ -421,6 +431,8 @@ class NameNode:
                      excluded: list | None = None) -> dict:
         path = normalize(path)
         with self.lock:
+            # FSDirWriteFileOp.analyzeFileState: refused before the lease is looked at
+            self._check_safe_mode("addBlock", "Cannot add block to " + path, path, holder)
             inode = self.check_lease("addBlock", path, holder)
             if previous is not None:
                 last = self.blocks.get(inode.blocks[-1]) if inode.blocks else None
@@ -462,6 +474,8 @@ class NameNode:
     def rpc_abandonBlock(self, path: str, holder: str, block: int) -> bool:
         path = normalize(path)
         with self.lock:
+            self._check_safe_mode("abandonBlock", f"Cannot abandon block {block} for file" + path,
+                                  path, holder)
             inode = self.check_lease("abandonBlock", path, holder)
             info = self.blocks.get(int(block))
             if info is None or not inode.blocks or inode.blocks[-1] != info.id:
@@ -475,6 +489,8 @@ class NameNode:
                                   excluded: list, num: int = 1) -> dict:
         path = normalize(path)
         with self.lock:
+            self._check_safe_mode("getAdditionalDatanode",
+                                  f"Cannot add datanode; src={path}, blk={block}", path, holder)
             inode = self.check_lease("getAdditionalDatanode", path, holder)
             info = self.blocks.get(int(block))
             if info is None:
@@ -493,6 +509,8 @@ class NameNode:
 
     def rpc_updateBlockForPipeline(self, block: int, holder: str) -> dict:
         with self.lock:
+            self._check_safe_mode("updateBlockForPipeline", "Cannot get a new generation stamp "
+                                  f"and an access token for block {block}", None, holder)
             info = self.blocks.get(int(block))
             if info is None:
                 raise self._reject("updateBlockForPipeline", IOExceptionRemote,
@@ -507,6 +525,7 @@ class NameNode:
     def rpc_updatePipeline(self, holder: str, old_block: dict, new_block: dict,
                            new_nodes: list) -> bool:
         with self.lock:
+            self._check_safe_mode("updatePipeline", "Pipeline not updated", None, holder)
             info = self.blocks.get(int(old_block["block"]))
             if info is None:
                 raise self._reject("updatePipeline", IOExceptionRemote,
@@ -539,6 +558,7 @@ class NameNode:
     def rpc_fsync(self, path: str, holder: str, last_block_len: int = -1) -> bool:
         path = normalize(path)
         with self.lock:
+            self._check_safe_mode("fsync", "Cannot fsync file " + path, path, holder)
             inode = self.check_lease("fsync", path, holder)
             info = self.blocks[inode.blocks[-1]] if inode.blocks else None
             if info is not None and info.state == UNDER_CONSTRUCTION \
@@ -552,6 +572,7 @@ class NameNode:
     def rpc_complete(self, path: str, holder: str, last: dict | None = None) -> bool:
         path = normalize(path)
         with self.lock:
+            self._check_safe_mode("complete", "Cannot complete file " + path, path, holder)
             inode = self.files.get(path)
             if inode is not None and not inode.under_construction and last is not None \
                     and inode.blocks and self._is_complete_retry(inode, last):
@@ -583,6 +604,7 @@ class NameNode:
         holder without one (its lease was recovered or handed to another client) is not
         refused, as in HDFS: it learns of the loss at its next addBlock or complete."""
         with self.lock:
+            self._check_safe_mode("renewLease", "Cannot renew lease for " + holder, None, holder)
             lease = self.leases.get(holder)
             if lease is not None:
                 self.leases.renew(lease)
@@ -593,6 +615,8 @@ class NameNode:
         """recoverLease: true if the file is closed, false if recovery started."""
         path = normalize(path)
         with self.lock:
+            self._check_safe_mode("recoverLease", "Cannot recover the lease of " + path, path,
+                                  holder)
             inode = self._file("recoverLease", path, holder)
             if not inode.under_construction:
                 return True
@@ -603,6 +627,7 @@ class NameNode:
         recovery with the new length, the file staying open until it commits."""
         path = normalize(path)
         with self.lock:
+            self._check_safe_mode("truncate", "Cannot truncate for " + path, path, holder)
             inode = self._take_over("truncate", path, holder)
             length = self._file_len(inode)
             if new_len < 0 or new_len > length:
@@ -674,12 +699,14 @@ class NameNode:
                 loc["offset"] = offset
                 offset += loc["len"]
                 blocks.append(loc)
+            self._check_safe_mode_locations(path, blocks)
             return {"path": path, "len": offset, "under_construction": inode.under_construction,
                     "blocks": blocks}
 
     def rpc_delete(self, path: str, recursive: bool = False) -> bool:
         path = normalize(path)
         with self.lock:
+            self._check_safe_mode("delete", "Cannot delete " + path, path)
             if path in self.files:
                 self._delete_file(self.files[path])
                 return True
@@ -710,6 +737,7 @@ class NameNode:
     def rpc_rename(self, src: str, dst: str) -> bool:
         src, dst = normalize(src), normalize(dst)
         with self.lock:
+            self._check_safe_mode("rename", "Cannot rename " + src, src)
             if src not in self.files and src not in self.dirs:
                 raise FileNotFoundException(f"{src} does not exist")
             if dst in self.dirs and src in self.files:
@@ -968,6 +996,7 @@ class NameNode:
             self.emit("nn.dn.register", dn=dn, rack=rack)
             if was_down:
                 self.emit("nn.dn.alive", dn=dn)
+            self._safemode_check()
             return True
 
     def _datanode(self, dn: str) -> DatanodeDescriptor:
@@ -1005,6 +1034,7 @@ class NameNode:
                     del info.replicas[dn]
             for r in replicas:
                 self._process_replica(dn, r)
+            self._safemode_check()
             return True
 
     def rpc_blockReceivedAndDeleted(self, dn: str, reports: list[dict]) -> bool:
@@ -1021,6 +1051,7 @@ class NameNode:
                         info.corrupt.discard(dn)
                 else:
                     self._process_replica(dn, r)
+            self._safemode_check()
             return True
 
     def _process_replica(self, dn: str, r: dict) -> None:
@@ -1061,6 +1092,8 @@ class NameNode:
                                        targets: list) -> bool:
         """Section 3 step 6: store the recovered GS, length and locations, close the file."""
         with self.lock:
+            self._check_safe_mode("commitBlockSynchronization",
+                                  "Cannot commitBlockSynchronization while in safe mode")
             info = self.blocks.get(int(block))
             if info is None:
                 raise IOExceptionRemote(f"commitBlockSynchronization: block {block} not found")
@@ -1118,6 +1151,8 @@ class NameNode:
         interval = self.conf["dfs.namenode.lease-recheck-interval-ms"]
         while not self._stopped.wait(interval):
             with self.lock:
+                if self.safemode_status != SAFEMODE_OFF:
+                    continue   # LeaseManager.Monitor: no lease released in safe mode
                 self.check_leases()
 
     def check_leases(self) -> None:
@@ -1163,11 +1198,12 @@ class NameNode:
         """Re-replicates under-replicated COMPLETE blocks (transfer to a TEMPORARY replica
         on the target) and invalidates excess and corrupt replicas."""
         interval = self.conf["dfs.namenode.redundancy.interval.seconds"]
-        # like safe mode: give DataNodes time to report after a NameNode start
-        self._stopped.wait(max(2 * self.conf["dfs.heartbeat.interval"], 1.0))
         while not self._stopped.is_set():
             with self.lock:
-                self.compute_redundancy_work()
+                # BlockManager.computeDatanodeWork: nothing replicated or removed in safe
+                # mode, while the block map is still being filled by the first reports
+                if self.safemode_status == SAFEMODE_OFF:
+                    self.compute_redundancy_work()
             self._stopped.wait(interval)
 
     def compute_redundancy_work(self) -> None:
@@ -1209,6 +1245,126 @@ class NameNode:
             elif len(valid) > inode.replication:
                 for dn in sorted(valid)[inode.replication:]:
                     self._queue_invalidate(dn, info.id, info.gs)
+
+
+    # == startup safe mode (BlockManagerSafeMode) =======================================
+
+    safemode_status = SAFEMODE_OFF
+
+    def in_safe_mode(self) -> bool:
+        return self.safemode_status != SAFEMODE_OFF
+
+    def _safemode_activate(self) -> None:
+        """BlockManagerSafeMode.activate, at start: the NameNode stays in safe mode until
+        (long) (COMPLETE blocks x threshold-pct) of them have dfs.namenode.replication.min
+        live replicas and min.datanodes DataNodes are live; met at once, it never enters."""
+        self._safemode_started = time.monotonic()
+        self._safemode_total = sum(1 for b in self.blocks.values() if b.state == COMPLETE)
+        self._safemode_threshold = safemode_threshold(
+            self._safemode_total, self.conf["dfs.namenode.safemode.threshold-pct"])
+        self._safemode_reached = 0.0
+        if self._safemode_met():
+            return
+        self.safemode_status = SAFEMODE_PENDING
+        self.emit("nn.safemode.enter", **self._safemode_counts())
+
+    def _safemode_counts(self) -> dict:
+        min_rep = self.conf["dfs.namenode.replication.min"]
+        safe = sum(1 for b in self.blocks.values() if b.state == COMPLETE and
+                   sum(1 for dn in b.finalized_matching() if self._alive(dn)) >= min_rep)
+        return {"safe_blocks": safe, "total_blocks": self._safemode_total,
+                "threshold_blocks": self._safemode_threshold,
+                "live_datanodes": sum(1 for d in self.datanodes.values() if not d.dead),
+                "min_datanodes": self.conf["dfs.namenode.safemode.min.datanodes"]}
+
+    def _safemode_met(self) -> bool:
+        """areThresholdsMet: enough safe blocks and live DataNodes."""
+        c = self._safemode_counts()
+        return c["safe_blocks"] >= c["threshold_blocks"] and \
+            c["live_datanodes"] >= c["min_datanodes"]
+
+    def _safemode_check(self) -> None:
+        """checkSafeMode, after a report or a registration (lock held): thresholds met,
+        leave, or start the extension and the SafeModeMonitor that ends it."""
+        if self.safemode_status != SAFEMODE_PENDING or not self._safemode_met():
+            return
+        extension = self.conf["dfs.namenode.safemode.extension"]
+        if extension <= 0:
+            self._safemode_leave()
+            return
+        self.safemode_status = SAFEMODE_EXTENSION
+        self._safemode_reached = time.monotonic()
+        self.emit("nn.safemode.extension", extension=extension, **self._safemode_counts())
+        threading.Thread(target=self._guard(self._safemode_monitor), daemon=True,
+                         name="SafeModeMonitor").start()
+
+    def _safemode_monitor(self) -> None:
+        """SafeModeMonitor: every recheck interval, leave once the extension has passed
+        and the thresholds are (still) met."""
+        while not self._stopped.wait(SAFEMODE_RECHECK):
+            with self.lock:
+                if self.safemode_status != SAFEMODE_EXTENSION:
+                    return
+                passed = time.monotonic() - self._safemode_reached
+                if passed >= self.conf["dfs.namenode.safemode.extension"] and self._safemode_met():
+                    self._safemode_leave()
+                    return
+
+    def _safemode_leave(self) -> None:
+        self.safemode_status = SAFEMODE_OFF
+        self.emit("nn.safemode.leave", waited=round(time.monotonic() - self._safemode_started, 3),
+                  **self._safemode_counts())
+
+    def _safemode_tip(self) -> str:
+        """BlockManagerSafeMode.getSafeModeTip."""
+        c = self._safemode_counts()
+        safe, total, need = c["safe_blocks"], c["total_blocks"], c["threshold_blocks"]
+        pct = self.conf["dfs.namenode.safemode.threshold-pct"]
+        if safe < need:
+            tip = (f"The reported blocks {safe} needs additional {need - safe} blocks to reach "
+                   f"the threshold {pct:.4f} of total blocks {total}.\n")
+        else:
+            tip = (f"The reported blocks {safe} has reached the threshold {pct:.4f} of total "
+                   f"blocks {total}. ")
+        live, min_dn = c["live_datanodes"], c["min_datanodes"]
+        if live < min_dn:
+            tip += (f"The number of live datanodes {live} needs an additional {min_dn - live} "
+                    f"live datanodes to reach the minimum number {min_dn}.\n")
+        else:
+            tip += f"The number of live datanodes {live} has reached the minimum number {min_dn}. "
+        if self.safemode_status == SAFEMODE_EXTENSION:
+            left = self._safemode_reached + self.conf["dfs.namenode.safemode.extension"] \
+                - time.monotonic()
+            return tip + ("In safe mode extension. Safe mode will be turned off automatically "
+                          f"in {max(0, int(left))} seconds.")
+        return tip + "Safe mode will be turned off automatically once the thresholds have been reached."
+
+    def _check_safe_mode(self, op: str, message: str, path: str | None = None,
+                         holder: str | None = None) -> None:
+        """FSNamesystem.checkNameNodeSafeMode: a change refused in safe mode. Without HA
+        it is a SafeModeException, not a RetriableException, and the client does not
+        retry it (dfs.client.retry.policy.enabled is false by default)."""
+        if self.safemode_status != SAFEMODE_OFF:
+            raise self._reject(op, SafeModeException,
+                               f"{message}. Name node is in safe mode.\n{self._safemode_tip()}",
+                               path, holder)
+
+    def _check_safe_mode_locations(self, path: str, blocks: list[dict]) -> None:
+        """FSNamesystem.getBlockLocations: in safe mode, a block (the last one under
+        construction aside) with no location yet is refused rather than read as missing."""
+        if self.safemode_status == SAFEMODE_OFF:
+            return
+        if any(not b["locations"] for b in blocks
+               if b["state"] not in (UNDER_CONSTRUCTION, UNDER_RECOVERY)):
+            raise self._reject("getBlockLocations", SafeModeException,
+                               f"Zero blocklocations for {path}. Name node is in safe mode.\n"
+                               f"{self._safemode_tip()}", path)
+
+
+def safemode_threshold(total: int, pct: float) -> int:
+    """BlockManagerSafeMode.setBlockTotal: (long) (total * threshold), the threshold read
+    with conf.getFloat (a float32): 1 block needs 0 reported, 2 need 1, 78001 need 77923."""
+    return int(total * struct.unpack("f", struct.pack("f", pct))[0])
 
 
 def posixpath_dirname(path: str) -> str:

@@ -42,6 +42,7 @@ IOExceptionRemote = _error("IOException")
 InvalidRequestException = _error("InvalidRequestException")
 MalformedFrameError = _error("MalformedFrame")
 UnregisteredNodeException = _error("UnregisteredNodeException")
+SafeModeException = _error("SafeModeException")
 InternalError = _error("InternalError")
 
 ERRORS = {cls.__name__: cls for cls in HdfsError.__subclasses__()}

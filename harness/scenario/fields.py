@@ -665,6 +665,8 @@ class HadoopConfig(ValueType):
                 # config.py accepts any case and upper-cases it
                 prop = ({"enum": options + [o.lower() for o in options]} if options
                         else {"type": "string"})
+            elif key.kind == "float":
+                prop = {"type": "number"}
             else:
                 prop = dict(kinds[key.kind].schema(defs))
             unit = ""

@@ -1,12 +1,13 @@
 """Exact injection on real processes: a kill `at: {event: ..., exact: true}` lands before
 the killed process logs anything after that event.
 
-dn2 is killed at its first `dn.pipeline.setup` (block 1). With exact injection dn2's log
-ends with that setup line until the harness starts it again (`dn.start`); the runner
+dn2 is killed at its first `dn.pipeline.setup` (block 1). With exact injection dn2 logs
+nothing more of that block until the harness starts it again (`dn.start`); the runner
 logs `harness.hold.release` for the hold. The second test kills dn2 half a second after
-the same event, without a hold: dn2 has logged more by then (its replica's states), so
-the first test's assertion does see a kill that lands late. (An ordinary trigger without
-a delay fires ~20 ms late: sometimes dn2 logged something in between, sometimes not.)"""
+the same event, without a hold: dn2 has logged more of the block by then (its replica's
+states), so the first test's assertion does see a kill that lands late. (An ordinary
+trigger without a delay fires ~20 ms late: sometimes dn2 logged something in between,
+sometimes not.)"""
 
 from __future__ import annotations
 
@@ -49,14 +50,17 @@ def _events(run_dir: str, node: str) -> list[dict]:
 
 
 def _after_setup_until_restart(run_dir: str) -> tuple[dict, list[str]]:
-    """dn2's first pipeline setup, and the events dn2 logged after it before it came back."""
+    """dn2's first pipeline setup, and the events of that block dn2 logged after it before
+    it came back: what the held xceiver thread did next (a hold stops that thread only;
+    dn2's other threads, e.g. its incremental block reports, may log meanwhile)."""
     events = _events(run_dir, "dn2")
     i = next(i for i, e in enumerate(events) if e["event"] == "dn.pipeline.setup")
     rest = []
     for e in events[i + 1:]:
         if e["event"] == "dn.start":
             break
-        rest.append(e["event"])
+        if e.get("block") == events[i]["block"]:
+            rest.append(e["event"])
     return events[i], rest
 
 

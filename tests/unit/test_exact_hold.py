@@ -2,9 +2,11 @@
 channel (harness.exact), in one process with threads standing in for a node's threads.
 
 The properties: with no MINIHDFS_HOLD nothing holds; a matching event is written, then
-its writer waits, and no other thread of the process logs anything until the fire
-callback returned and the release went out; only the n-th match fires (earlier ones are
-released at once); a release that never comes ends in `<role>.hold.timeout`."""
+the thread that logged it waits until the fire callback returned and the release went
+out, while the process's other threads log on (several may be held at once, each
+released on its own; a held thread keeps the locks it holds); only the n-th match fires
+(earlier ones are released at once); a release that never comes ends in
+`<role>.hold.timeout`."""
 
 from __future__ import annotations
 
@@ -61,14 +63,19 @@ def test_a_node_with_no_hold_of_its_own_and_the_harness_hold_nothing(tmp_path, s
     assert EventLog(str(tmp_path / "dn2.jsonl"), "dn2", "datanode")._hold is not None
 
 
-def test_the_process_logs_nothing_until_the_fault_is_in_and_released(tmp_path, server_factory):
+def test_only_the_held_thread_waits_until_the_fault_is_in_and_released(tmp_path, server_factory):
     path = tmp_path / "dn2.jsonl"
     seen_during_fire: list[list[str]] = []
+    holder_back_during_fire: list[bool] = []
+    other_done = threading.Event()
+    holder_done = threading.Event()
     fired = threading.Event()
 
     def fire(key, firing):
-        time.sleep(0.3)   # an injection that takes a while: the other thread must not log
+        # the other thread logs while the holder waits: the hold stops one thread only
+        other_done.wait(5.0)
         seen_during_fire.append([e["event"] for e in lines(path)])
+        holder_back_during_fire.append(holder_done.is_set())
         fired.set()
 
     server = server_factory({"k": OnEvent(event="dn.pipeline.setup", node="dn2", nth=2,
@@ -77,22 +84,87 @@ def test_the_process_logs_nothing_until_the_fault_is_in_and_released(tmp_path, s
     log.emit("dn.pipeline.setup", block=7)     # 1st match: released at once, no fire
     log.emit("dn.pipeline.setup", block=8)     # other block: not even announced
     assert not fired.is_set()
-    holder = threading.Thread(target=log.emit, args=("dn.pipeline.setup",), kwargs={"block": 7})
+
+    def hold():
+        log.emit("dn.pipeline.setup", block=7)
+        holder_done.set()
+
+    def other():
+        log.emit("dn.replica.state", block=9)
+        other_done.set()
+
+    holder = threading.Thread(target=hold)
     holder.start()
     time.sleep(0.1)                            # the holder is now waiting for the harness
-    other = threading.Thread(target=log.emit, args=("dn.replica.state",), kwargs={"block": 7})
-    other.start()
+    assert not holder_done.is_set()
+    threading.Thread(target=other).start()
     holder.join(WAIT)
-    other.join(WAIT)
-    assert fired.is_set()
-    assert seen_during_fire == [["dn.pipeline.setup"] * 3]
-    assert [e["event"] for e in lines(path)][-1] == "dn.replica.state"
+    assert fired.is_set() and holder_done.is_set()
+    assert seen_during_fire == [["dn.pipeline.setup"] * 3 + ["dn.replica.state"]]
+    assert holder_back_during_fire == [False]  # the held thread went on only after the fire
+    assert [e["seq"] for e in lines(path)] == [0, 1, 2, 3]
     assert [f.event["seq"] for f in server.fired] == [2]
     assert server.pending() == []
     # the trigger is done: later matches are not announced any more
     before = server.announced
     log.emit("dn.pipeline.setup", block=7)
     assert server.announced == before
+
+
+def test_two_threads_held_at_once_each_get_their_own_release(tmp_path, server_factory):
+    path = tmp_path / "nn.jsonl"
+    both_held = threading.Barrier(2, timeout=5.0)
+    fired: list[str] = []
+
+    def fire(key, firing):
+        both_held.wait()      # each fire waits until the other thread is held too
+        fired.append(key)
+
+    server_factory({"a": OnEvent(event="nn.block.allocate", node="nn", exact=True),
+                    "b": OnEvent(event="nn.lease.expired", node="nn", exact=True)}, fire,
+                   release_after=WAIT)
+    log = EventLog(str(path), "nn", "namenode")
+    threads = [threading.Thread(target=log.emit, args=("nn.block.allocate",), kwargs={"block": 1}),
+               threading.Thread(target=log.emit, args=("nn.lease.expired",), kwargs={"holder": "c"})]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT)
+    assert sorted(fired) == ["a", "b"]
+    assert not any(t.is_alive() for t in threads)
+    assert {e["event"] for e in lines(path)} == {"nn.block.allocate", "nn.lease.expired"}
+
+
+def test_a_held_thread_keeps_its_locks_and_threads_without_them_go_on(tmp_path, server_factory):
+    """A NameNode handler held inside the namesystem lock keeps it: whoever needs the
+    lock waits, the threads that do not need it log on."""
+    path = tmp_path / "nn.jsonl"
+    namesystem = threading.RLock()
+    observed: dict[str, bool] = {}
+    free_done = threading.Event()
+
+    def fire(key, firing):
+        free_done.wait(5.0)
+        observed["free thread logged"] = free_done.is_set()
+        observed["lock free"] = namesystem.acquire(timeout=0.2)
+
+    server_factory({"k": OnEvent(event="nn.recovery.start", node="nn", exact=True)}, fire)
+    log = EventLog(str(path), "nn", "namenode")
+
+    def handler():
+        with namesystem:
+            log.emit("nn.recovery.start", block=3)
+
+    def free():
+        log.emit("nn.dn.stale", dn="dn1")
+        free_done.set()
+
+    held = threading.Thread(target=handler)
+    held.start()
+    time.sleep(0.1)
+    threading.Thread(target=free).start()
+    held.join(WAIT)
+    assert observed == {"free thread logged": True, "lock free": False}
 
 
 def test_events_before_the_run_started_do_not_count(tmp_path, server_factory):

@@ -492,7 +492,8 @@ def test_restart_after_a_clean_stop_loads_the_checkpoint(tmp_path, namenodes):
     before = snapshot(nn)
     nn.stop()
     assert os.path.getsize(tmp_path / "nn" / "edits.log") == 0
-    nn2 = new_namenode(tmp_path / "nn")
+    # no DataNode reports here: without safe mode (test_minihdfs_safemode) nn2 takes edits
+    nn2 = new_namenode(tmp_path / "nn", {"dfs.namenode.safemode.threshold-pct": 0})
     namenodes.append(nn2)
     check_restarted(nn2, before, ids)
     # and again, after more edits on top of that checkpoint, crashed this time
@@ -515,10 +516,16 @@ def test_open_file_writer_goes_on_after_a_restart(tmp_path, namenodes):
     nn2 = new_namenode(tmp_path / "nn")
     namenodes.append(nn2)
     o2 = ids["o2"]
-    # the DataNodes report the replicas being written (full block report after restart)
-    for dn in o2["locations"]:
-        nn2.rpc_blockReport(dn, [{"block": o2["block"], "gs": o2["gs"], "len": 4096,
-                                  "state": "RBW"}])
+    # the DataNodes' full block reports after the restart: their FINALIZED replicas (safe
+    # mode ends once they are in) and the replicas being written
+    for dn in DNS:
+        replicas = [{"block": b, "gs": r["gs"], "len": r["len"], "state": r["state"]}
+                    for b, info in nn.blocks.items() for d, r in info.replicas.items()
+                    if d == dn and r["state"] == "FINALIZED"]
+        if dn in o2["locations"]:
+            replicas.append({"block": o2["block"], "gs": o2["gs"], "len": 4096, "state": "RBW"})
+        nn2.rpc_blockReport(dn, replicas)
+    assert not nn2.in_safe_mode()
     assert sorted(nn2.blocks[o2["block"]].expected) == sorted(o2["locations"])
     last = {"block": o2["block"], "gs": o2["gs"], "len": 4096}
     lb = nn2.rpc_addBlock("/open/two-blocks", "writer-A", previous=last)

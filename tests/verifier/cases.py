@@ -555,6 +555,39 @@ def _(rid):
     return crashed_writer(rid, recover_at=6.2, expired_at=3.0)
 
 
+def restarted_into_safe_mode(rid: str, leave_at: float, recover_at: float) -> Run:
+    """c1 crashes holding /f (hard limit 5 s, monitor every 500 ms); the NameNode restarts
+    at 2 s into startup safe mode (no lease released in it) and leaves it at `leave_at`."""
+    r = _writer_killed_at_1_2(rid)
+    r.ev(2.0, "harness", "harness.node.stop", target="nn")
+    r.ev(2.01, "nn", "nn.stop")
+    r.ev(2.5, "harness", "harness.node.start", target="nn")
+    r.ev(2.5, "nn", "nn.start", files=1, blocks=1, open_files=1)
+    r.ev(2.501, "nn", "nn.lease.add", holder=C1, path="/f", reason="restart")
+    r.ev(2.502, "nn", "nn.safemode.enter", safe_blocks=0, total_blocks=2, threshold_blocks=1,
+         live_datanodes=0, min_datanodes=0)
+    r.ev(leave_at, "nn", "nn.safemode.leave", waited=leave_at - 2.5, safe_blocks=2,
+         total_blocks=2, threshold_blocks=1, live_datanodes=3, min_datanodes=0)
+    r.ev(recover_at, "nn", "nn.lease.expired", holder=C1, limit="hard")
+    r.ev(recover_at + 0.001, "nn", "nn.lease.reassign", path="/f", old_holder=C1, holder=NNH)
+    r.ev(recover_at + 0.1, "nn", "nn.file.close", path="/f", len=512, reason="lease_recovery")
+    r.ev(recover_at + 0.101, "nn", "nn.lease.remove", holder=NNH, path="/f", reason="recovery")
+    end(r, 15.0)
+    return r
+
+
+@case("L3-safe-mode-holds-the-monitor", ("L3", "pass"))
+def _(rid):
+    # 7 s after the restart's renewal, but 0.5 s after safe mode ended
+    return restarted_into_safe_mode(rid, leave_at=9.0, recover_at=9.5)
+
+
+@case("L3-late-after-safe-mode", ("L3", "fail"))
+def _(rid):
+    # the hard limit (7.5 s) passed in safe mode, left at 8 s: due by 9.5 s (+ slack)
+    return restarted_into_safe_mode(rid, leave_at=8.0, recover_at=12.0)
+
+
 def recovering_holder(rid: str, repeat_result: str, log_renewals: bool = False) -> Run:
     """c1 crashes holding /f; c2 calls recoverLease at 1.5 s and is handed the lease, but
     the block recovery never ends (its DataNodes are paused), so c2 calls again every

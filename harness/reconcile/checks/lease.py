@@ -86,11 +86,12 @@ def check_l2(runs: RunSet) -> Outcome:
 
 def check_l3(runs: RunSet) -> Outcome:
     """Hard limit: a lease not renewed for longer than the hard limit is recovered by the
-    NameNode within hard limit + 2 monitor intervals; and the monitor never expires a
-    lease (nn.lease.expired limit=hard) that is younger than the hard limit. A recovery
-    by the monitor that fails (nn.lease.recover by the NameNode, result error) leaves the
-    lease, as Hadoop 3.x's checkLeases does, and must be retried within 2 monitor
-    intervals until it succeeds."""
+    NameNode within hard limit + 2 monitor intervals (the NameNode down or in startup
+    safe mode stops that clock: after safe mode, 2 intervals); and the monitor never
+    expires a lease (nn.lease.expired limit=hard) that is younger than the hard limit. A
+    recovery by the monitor that fails (nn.lease.recover by the NameNode, result error)
+    leaves the lease, as Hadoop 3.x's checkLeases does, and must be retried within 2
+    monitor intervals until it succeeds."""
     # the NameNode's own holder: HDFS_NameNode, on 3.x with a timestamp suffix
     iv = lease_intervals(runs).filter(~F.col("holder").startswith(NAMENODE_HOLDER)) \
         .withColumn("ikey", F.col("s_eid"))
@@ -106,10 +107,17 @@ def check_l3(runs: RunSet) -> Outcome:
     pts_ren = iv.join(r, (iv["run_id"] == r["_r"]) & (iv["holder"] == r["_h"])
                       & (r["p_ts"] > iv["s"]) & (r["p_ts"] < iv["e"]))
     # The NameNode's own lifecycle: a start renews every restored lease, a kill or stop
-    # suspends the monitor (no deadline runs while it is down).
+    # suspends the monitor (no deadline runs while it is down), and so does startup safe
+    # mode (LeaseManager.Monitor releases nothing in it): once it is left, a lease past
+    # its hard limit is due within 2 monitor intervals ("resume").
     nn_up = runs.of("nn.start").select("run_id", "ts", "eid", "event", F.lit("renew").alias("kind"))
-    nn_down = (runs.of("harness.node.kill", "harness.node.stop").filter(F.col("target") == "nn")
-               .select("run_id", "ts", "eid", "event", F.lit("down").alias("kind")))
+    nn_down = union_all([
+        runs.of("harness.node.kill", "harness.node.stop").filter(F.col("target") == "nn")
+        .select("run_id", "ts", "eid", "event", F.lit("down").alias("kind")),
+        runs.of("nn.safemode.enter").select("run_id", "ts", "eid", "event",
+                                            F.lit("down").alias("kind")),
+        runs.of("nn.safemode.leave").select("run_id", "ts", "eid", "event",
+                                            F.lit("resume").alias("kind"))])
     life = nn_up.unionByName(nn_down).select(
         F.col("run_id").alias("_r"), F.col("ts").alias("p_ts"), F.col("eid").alias("p_eid"),
         F.col("event").alias("p_event"), F.col("kind").alias("p_kind"))
@@ -133,11 +141,17 @@ def check_l3(runs: RunSet) -> Outcome:
                      pts_att.select(*cols)])
     w = Window.partitionBy("ikey").orderBy("p_ts", "p_eid")
     gaps = with_conf(runs, pts.withColumn("next_ts", F.coalesce(F.lead("p_ts").over(w), F.col("e"))))
+    upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    gaps = gaps.withColumn("renewed", F.last(F.when(F.col("p_kind") == "renew", F.col("p_ts")),
+                                             ignorenulls=True).over(upto))
+    due = F.col("renewed") + F.col("hard_limit")
     retry = 2 * F.col("lease_recheck") + HARD_LIMIT_SLACK_S
-    gaps = gaps.withColumn("deadline", F.col("p_ts") + retry + F.when(
-        F.col("p_kind") == "renew", F.col("hard_limit")).otherwise(F.lit(0.0)))
-    renew_gaps = gaps.filter(F.col("p_kind") == "renew")
-    late = gaps.filter(F.col("p_kind").isin("renew", "attempt")
+    gaps = gaps.withColumn("deadline", F.when(F.col("p_kind") == "resume",
+                                              F.greatest(due, F.col("p_ts")))
+                           .when(F.col("p_kind") == "attempt", F.col("p_ts"))
+                           .otherwise(due) + retry)
+    renew_gaps = gaps.filter(F.col("p_kind").isin("renew", "resume"))
+    late = gaps.filter(F.col("p_kind").isin("renew", "resume", "attempt")
                        & (F.col("next_ts") > F.col("deadline")))
     late_v = violation(
         late, F.when(F.col("p_kind") == "attempt", F.format_string(
@@ -145,16 +159,18 @@ def check_l3(runs: RunSet) -> Outcome:
             "retried: still held %.3fs later, past 2 monitor intervals (%.3fs)",
             F.col("holder"), F.col("path"), F.col("p_ts"), F.col("next_ts") - F.col("p_ts"),
             F.col("deadline") - F.col("p_ts")))
-        .otherwise(F.format_string("the lease of %s on %s was not renewed after %.6f and was "
-                                   "still held %.3fs later, past hard limit + 2 monitor "
-                                   "intervals (%.3fs)",
-                                   F.col("holder"), F.col("path"), F.col("p_ts"),
-                                   F.col("next_ts") - F.col("p_ts"),
-                                   F.col("deadline") - F.col("p_ts"))),
-        "path", "holder", F.col("p_ts").alias("last_renewal"),
+        .otherwise(F.format_string(
+            "the lease of %s on %s was not renewed after %.6f and was still held %.3fs "
+            "later, past hard limit + 2 monitor intervals (%.3fs)%s",
+            F.col("holder"), F.col("path"), F.col("renewed"),
+            F.col("next_ts") - F.col("renewed"), F.col("deadline") - F.col("renewed"),
+            F.when(F.col("p_kind") == "resume",
+                   F.lit(" or 2 monitor intervals after safe mode ended"))
+            .otherwise(F.lit("")))),
+        "path", "holder", F.col("renewed").alias("last_renewal"),
         F.col("next_ts").alias("held_until"), "hard_limit", "lease_recheck",
         ts="p_ts", node=F.lit("nn"), event="p_event")
-    long_gaps = renew_gaps.filter(F.col("next_ts") - F.col("p_ts") > F.col("hard_limit"))
+    long_gaps = renew_gaps.filter(F.col("next_ts") - F.col("renewed") > F.col("hard_limit"))
     exp = with_conf(runs, base(runs.of("nn.lease.expired"), "holder", "limit")
                     .filter(F.col("limit") == "hard"))
     exp = last_renewal(runs, exp, renewals=ren)
