@@ -464,9 +464,10 @@ def _cached_leaf(df: DataFrame) -> DataFrame:
 
 
 def _seqs(text: DataFrame) -> DataFrame:
-    """log_no, seq of every line of `text` that has a seq (the one field parsed)."""
-    return (text.select("log_no", F.from_json("value", "seq long").getField("seq").alias("seq"))
-            .filter("seq IS NOT NULL"))
+    """log_no, seq of every line of `text` (the one field parsed; null if none). Not
+    filtered: Spark would push a filter on seq below the parse and parse every line twice;
+    the aggregates over it count and fold the non-null seqs only."""
+    return text.select("log_no", F.from_json("value", "seq long").getField("seq").alias("seq"))
 
 
 def _seq_counts(text: DataFrame) -> DataFrame:
@@ -478,13 +479,13 @@ def _seq_counts(text: DataFrame) -> DataFrame:
     words = _seqs(text).groupBy(
         # a shift and a mask: floor division and remainder, negative seqs included
         F.col("log_no"), F.expr(f"shiftright(seq, {SEQ_WORD_BITS})").alias("word")).agg(
-            F.count(F.lit(1)).alias("n"),
+            F.count("seq").alias("n"),
             F.expr(f"bit_or(shiftleft(1L, CAST(seq & {(1 << SEQ_WORD_BITS) - 1} AS INT)))")
             .alias("bits"),
             F.min("seq").alias("lo"), F.max("seq").alias("hi"))
     return words.groupBy("log_no").agg(
         F.sum("n").alias("n_seq"), F.expr("sum(bit_count(bits))").alias("distinct_seq"),
-        F.min("lo").alias("min_seq"), F.max("hi").alias("max_seq"))
+        F.min("lo").alias("min_seq"), F.max("hi").alias("max_seq")).filter("n_seq > 0")
 
 
 def _seq_faults(text: DataFrame) -> dict[int, tuple[str | None, str | None]]:
@@ -493,7 +494,8 @@ def _seq_faults(text: DataFrame) -> dict[int, tuple[str | None, str | None]]:
     one line has with how many lines; SEQ_SAMPLE of each at most, the least first, and
     how many in all."""
     from pyspark.sql.window import Window
-    per = _seqs(text).groupBy("log_no", "seq").agg(F.count(F.lit(1)).alias("n"))
+    # the lines without a seq make a group of n = 0: no repeat, and no gap after a null
+    per = _seqs(text).groupBy("log_no", "seq").agg(F.count("seq").alias("n"))
     by_log = Window.partitionBy("log_no")
     gaps = (per.withColumn("prev", F.lag("seq").over(by_log.orderBy("seq")))
             .filter(F.col("seq") - F.col("prev") > 1)
