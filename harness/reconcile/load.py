@@ -19,7 +19,7 @@ How, all of it Spark's own engine (no code of ours in the JVM):
    whole.
 2. In that same pass, one grouped aggregation (`_fold`) folds the dense lines into a
    row per log, process, event, path, block and stream: counts, time spans, byte sums,
-   the greatest ack, each stream's first and last write, sums of `seq`. Spark's partial
+   the greatest ack, each stream's first and last write. Spark's partial
    aggregation does the folding inside each task, so the millions of dense lines never
    leave it. A line that is not dense is its own group (its text is part of the key):
    it comes out of the same pass as itself, and is parsed again, in full, into a small
@@ -69,8 +69,10 @@ NAMENODE_HOLDER = "HDFS_NameNode"
 # libyaml's safe loader when PyYAML has it: a suite of thousands of runs reads as many
 # scenario files, ten times faster
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# the prime that log_stats' sum of squared seqs is taken modulo (squares stay in a long)
-SEQ_PRIME = 2147483647
+# log_stats folds a log's seqs into one 64-bit word of presence bits per 2^6 seqs
+SEQ_WORD_BITS = 6
+# how many missing seq ranges and repeated seqs the evidence of a torn log names
+SEQ_SAMPLE = 10
 _NARROW = [f.name for f in NARROW_SCHEMA.fields if f.name != CORRUPT]
 
 
@@ -339,38 +341,42 @@ class RunSet:
 
     @property
     def log_stats(self) -> DataFrame:
-        """run_id, log, node, lines, malformed, min_seq, max_seq, seq_ok: one row per event
-        file (an empty file too). `node` is the node its lines name (null if none),
-        `lines` counts every line, malformed ones included. seq_ok: every line that is
-        not malformed has a seq, and the seqs of the log are exactly min_seq..max_seq,
-        each once (count, sum, and sum of squares mod SEQ_PRIME of the seqs; true for a
-        log without lines)."""
+        """run_id, log, node, lines, malformed, min_seq, max_seq, seq_ok, no_seq,
+        seq_missing, seq_repeated: one row per event file (an empty file too). `node` is
+        the node its lines name (null if none), `lines` counts every line, malformed ones
+        included, `no_seq` the lines that are not malformed yet have no seq. seq_ok: no
+        such line, and the seqs of the log are exactly min_seq..max_seq, each once (the
+        lines with a seq counted against the distinct seqs, _seq_counts; true for a log
+        without seqs). For a log that is not: seq_missing names the gaps inside
+        min_seq..max_seq, seq_repeated the seqs logged more than once (_seq_faults)."""
         def build():
             per = self.fold.groupBy("log_no").agg(
-                F.sum("n").alias("lines"), F.min("node").alias("node"),
-                F.sum("n_seq").alias("n_seq"), F.min("min_seq").alias("min_seq"),
-                F.max("max_seq").alias("max_seq"), F.try_sum("sum_seq").alias("sum_seq"),
-                F.try_sum("sq_seq").alias("sq_seq"),
-                F.sum(F.when(F.col("sum_seq").isNull() & (F.col("n_seq") > 0), 1)
-                      .otherwise(0)).alias("overflow"))
+                F.sum("n").alias("lines"), F.min("node").alias("node"))
             # by run too: every run has its own dn1.jsonl
             bad = self.rare_lines.groupBy("run_id", "log").agg(
                 F.sum(F.col("malformed").cast("int")).alias("malformed"),
                 F.sum((~F.col("malformed") & F.col("seq").isNull()).cast("int")).alias("no_seq"))
             got = {r["log_no"]: r for r in per.collect()}
+            seqs = {r["log_no"]: r for r in _seq_counts(_read_text(self.spark, self.files))
+                    .collect()}
             bad_of = {(r["run_id"], r["log"]): r for r in bad.collect()}
+            torn = {no for no, s in seqs.items()
+                    if not (s["n_seq"] == s["distinct_seq"]
+                            == s["max_seq"] - s["min_seq"] + 1)}
+            faults = _seq_faults(_read_text(self.spark, [f for f in self.files
+                                                         if f[2] in torn])) if torn else {}
             rows = []
             for run_id, log_name, no, _ in self.files:
-                g, b = got.get(no), bad_of.get((run_id, log_name))
+                g, s, b = got.get(no), seqs.get(no), bad_of.get((run_id, log_name))
                 malformed = int(b["malformed"]) if b else 0
+                no_seq = int(b["no_seq"]) if b else 0
                 if g is None:
-                    rows.append((run_id, log_name, None, 0, 0, None, None, True))
+                    rows.append((run_id, log_name, None, 0, 0, None, None, True, 0, None, None))
                     continue
+                missing, repeated = faults.get(no, (None, None))
                 rows.append((run_id, log_name, g["node"], int(g["lines"]), malformed,
-                             g["min_seq"], g["max_seq"],
-                             (b is None or not b["no_seq"]) and not g["overflow"]
-                             and _seqs_ok(g["n_seq"], g["min_seq"], g["max_seq"],
-                                          g["sum_seq"], g["sq_seq"])))
+                             s["min_seq"] if s else None, s["max_seq"] if s else None,
+                             not no_seq and no not in torn, no_seq, missing, repeated))
             return self.spark.createDataFrame(rows, LOG_STATS_SCHEMA)
         return self.memo("log_stats", build)
 
@@ -438,7 +444,9 @@ LOG_STATS_SCHEMA = T.StructType([
     T.StructField("run_id", T.StringType()), T.StructField("log", T.StringType()),
     T.StructField("node", T.StringType()), T.StructField("lines", T.LongType()),
     T.StructField("malformed", T.LongType()), T.StructField("min_seq", T.LongType()),
-    T.StructField("max_seq", T.LongType()), T.StructField("seq_ok", T.BooleanType())])
+    T.StructField("max_seq", T.LongType()), T.StructField("seq_ok", T.BooleanType()),
+    T.StructField("no_seq", T.LongType()), T.StructField("seq_missing", T.StringType()),
+    T.StructField("seq_repeated", T.StringType())])
 
 
 def _cached_leaf(df: DataFrame) -> DataFrame:
@@ -456,18 +464,72 @@ def _cached_leaf(df: DataFrame) -> DataFrame:
         spark._jsparkSession, plan), spark)
 
 
-def _seqs_ok(n: int, lo: int | None, hi: int | None, total: int | None,
-             squares: int | None) -> bool:
-    """True when n seqs whose least is lo, greatest hi, sum total and sum of squares
-    (mod SEQ_PRIME) squares are lo..hi, each once (exact big-integer arithmetic here)."""
-    if not n:
-        return lo is None
-    if hi - lo + 1 != n or total is None or squares is None:
-        return False
-    def sq(k: int) -> int:      # 0^2 + ... + k^2
-        return k * (k + 1) * (2 * k + 1) // 6 if k >= 0 else -sq(-k - 1)
-    want_sq = (sq(hi) - sq(lo - 1)) % SEQ_PRIME
-    return total == (lo + hi) * n // 2 and squares % SEQ_PRIME == want_sq
+def _seqs(text: DataFrame) -> DataFrame:
+    """log_no, seq of every line of `text` (the one field parsed; null if none). Not
+    filtered: Spark would push a filter on seq below the parse and parse every line twice;
+    the aggregates over it count and fold the non-null seqs only."""
+    return text.select("log_no", F.from_json("value", "seq long").getField("seq").alias("seq"))
+
+
+def _seq_counts(text: DataFrame) -> DataFrame:
+    """log_no, n_seq, distinct_seq, min_seq, max_seq of each log of `text` with a seq:
+    how many lines have a seq, how many distinct seqs, the least and greatest. Exact, and
+    one aggregation per log: the lines fold into a word of presence bits per 64
+    consecutive seqs of a log (folded inside each task before the shuffle: a log's lines
+    are consecutive in its file), whose set bits are its distinct seqs."""
+    words = _seqs(text).groupBy(
+        # a shift and a mask: floor division and remainder, negative seqs included
+        F.col("log_no"), F.expr(f"shiftright(seq, {SEQ_WORD_BITS})").alias("word")).agg(
+            F.count("seq").alias("n"),
+            F.expr(f"bit_or(shiftleft(1L, CAST(seq & {(1 << SEQ_WORD_BITS) - 1} AS INT)))")
+            .alias("bits"),
+            F.min("seq").alias("lo"), F.max("seq").alias("hi"))
+    return words.groupBy("log_no").agg(
+        F.sum("n").alias("n_seq"), F.expr("sum(bit_count(bits))").alias("distinct_seq"),
+        F.min("lo").alias("min_seq"), F.max("hi").alias("max_seq")).filter("n_seq > 0")
+
+
+def _seq_faults(text: DataFrame) -> dict[int, tuple[str | None, str | None]]:
+    """{log_no: (missing, repeated)} for the logs of `text` (the few whose seqs are not
+    each once): the gaps between consecutive seqs as ranges, and the seqs that more than
+    one line has with how many lines; SEQ_SAMPLE of each at most, the least first, and
+    how many in all."""
+    from pyspark.sql.window import Window
+    # the lines without a seq make a group of n = 0: no repeat, and no gap after a null
+    per = _seqs(text).groupBy("log_no", "seq").agg(F.count("seq").alias("n"))
+    by_log = Window.partitionBy("log_no")
+    gaps = (per.withColumn("prev", F.lag("seq").over(by_log.orderBy("seq")))
+            .filter(F.col("seq") - F.col("prev") > 1)
+            .select("log_no", F.lit("missing").alias("kind"),
+                    (F.col("prev") + 1).alias("lo"), (F.col("seq") - 1).alias("hi"),
+                    (F.col("seq") - F.col("prev") - 1).alias("n")))
+    repeats = (per.filter(F.col("n") > 1)
+               .select("log_no", F.lit("repeated").alias("kind"), F.col("seq").alias("lo"),
+                       F.col("seq").alias("hi"), "n"))
+    one_kind = Window.partitionBy("log_no", "kind")
+    rows = (gaps.unionByName(repeats)
+            .withColumn("rank", F.row_number().over(one_kind.orderBy("lo")))
+            .withColumn("items", F.count(F.lit(1)).over(one_kind))
+            .withColumn("total", F.sum(F.col("n") - F.when(F.col("kind") == "repeated", 1)
+                                       .otherwise(0)).over(one_kind))
+            .filter(F.col("rank") <= SEQ_SAMPLE).collect())
+    out: dict[int, dict[str, list]] = {}
+    for r in sorted(rows, key=lambda r: (r["log_no"], r["kind"], r["lo"])):
+        out.setdefault(r["log_no"], {}).setdefault(r["kind"], []).append(r)
+
+    def said(items: list, what: Callable, total: str) -> str | None:
+        if not items:
+            return None
+        more = ", ..." if items[0]["items"] > len(items) else ""
+        return f"{', '.join(what(r) for r in items)}{more} ({items[0]['total']} {total})"
+
+    def span(r) -> str:
+        return str(r["lo"]) if r["lo"] == r["hi"] else f"{r['lo']}..{r['hi']}"
+
+    return {no: (said(kinds.get("missing", []), span, "in all"),
+                 said(kinds.get("repeated", []), lambda r: f"{r['lo']} (x{r['n']})",
+                      "extra line(s)"))
+            for no, kinds in out.items()}
 
 
 def _event_stats(events: DataFrame) -> DataFrame:
@@ -729,8 +791,6 @@ def _fold(lines: DataFrame) -> DataFrame:
     and its len, crc and stream_crc, the least stream_crc."""
     dense = F.col("dense")
     key = lambda c: F.when(dense, F.col(c))     # noqa: E731 -- the grouping of dense lines
-    seq = F.col("seq")
-    sq = F.pmod(F.pmod(seq, F.lit(SEQ_PRIME)) * F.pmod(seq, F.lit(SEQ_PRIME)), F.lit(SEQ_PRIME))
     off = F.col("offset")
     return lines.groupBy(
         "run_id", "log", "log_no", F.col("node"), F.col("role"), F.col("event"),
@@ -738,8 +798,6 @@ def _fold(lines: DataFrame) -> DataFrame:
         F.when(~dense, F.col("value")).alias("rare"),
     ).agg(
         F.count(F.lit(1)).alias("n"),
-        F.count(seq).alias("n_seq"), F.min(seq).alias("min_seq"), F.max(seq).alias("max_seq"),
-        F.try_sum(seq).alias("sum_seq"), F.try_sum(sq).alias("sq_seq"),
         F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
         F.try_sum("len").alias("len_sum"), F.max("acked").alias("max_acked"),
         F.min(off).alias("first_off"), F.max(off).alias("last_off"),

@@ -57,15 +57,18 @@ def test_kill_a_pipeline_datanode_mid_write(tmp_path):
         tailing_since = time.time()
         seen: list[tuple[dict, float]] = []
         victim = None
+        flushed = False
         deadline = time.monotonic() + 120
         while client.poll() is None and time.monotonic() < deadline:
             for e in tailer.read_new():
                 seen.append((e, time.time()))
+                flushed |= e["event"] == "client.hflush" and e["offset"] >= 2 * MiB
                 # the trigger: 2 MiB of the first 16 MiB block hflushed: kill a node of
-                # the pipeline the NameNode's adapted allocate named
-                if (victim is None and e["event"] == "client.hflush" and e["offset"] >= 2 * MiB):
-                    allocs = [x for x, _ in seen if x["event"] == "nn.block.allocate"
-                              and x["path"] == "/t/p"]
+                # the pipeline the NameNode's adapted allocate named (the client's and the
+                # NameNode's logs are adapted apart: whichever event comes last fires it)
+                allocs = [x for x, _ in seen if x["event"] == "nn.block.allocate"
+                          and x["path"] == "/t/p"]
+                if victim is None and flushed and allocs:
                     victim = allocs[-1]["pipeline"][-1]
                     os.kill(cluster.procs[victim].pid, signal.SIGKILL)
             time.sleep(0.01)

@@ -206,10 +206,14 @@ def test_daemon_and_client_logs_map_to_contract_events(hadoop_run):
              and e["recovery_id"] == start[-1]["recovery_id"]]
     assert len(inits) == 2
     assert all(i["len"] is not None for i in inits)
-    syncs = [e for e in dn if e["event"] == "dn.recovery.sync"]
+    # each sync is logged by its recovery's primary, which Hadoop picks at random among
+    # the replicas: the two DataNodes' events in time order (recovery ids grow with it)
+    syncs = sorted((e for e in dn if e["event"] == "dn.recovery.sync"),
+                   key=lambda e: (e["ts"], e["recovery_id"]))
     # the truncate's recovery of /t/a's second block, then the lease recovery of /t/open
     assert [(s["rule"], s["len"]) for s in syncs] == [("truncate", 1000),
                                                        ("min_rbw", commit[-1]["len"])]
+    assert syncs[-1]["recovery_id"] == start[-1]["recovery_id"]
     assert all(sorted(s["pipeline"]) == ["dn1", "dn2"] for s in syncs)
     fin = [e for e in dn if e["event"] == "dn.replica.state" and e["state"] == "FINALIZED"]
     assert {(e["block"], e["gs"]) for e in fin} >= {(commit[-1]["block"], commit[-1]["gs"])}

@@ -80,10 +80,15 @@ def test_sigkill_lands_on_the_jvm_and_a_restart_keeps_the_replicas(cluster):
 def test_pause_freezes_the_heartbeats_and_resume_brings_them_back(cluster):
     cluster.pause_node("dn2")
     try:
-        time.sleep(5)
-        live = cluster.live_nodes()
-        assert live["dn2"]["lastContact"] >= 4, live["dn2"]
-        assert live["dn3"]["lastContact"] <= 2, live["dn3"]
+        # one sample in which the paused node is silent for 4 s while dn3 heartbeats (a
+        # loaded machine may delay dn3's heartbeat past one fixed moment)
+        deadline = time.monotonic() + 30
+        while True:
+            live = cluster.live_nodes()
+            if live["dn2"]["lastContact"] >= 4 and live["dn3"]["lastContact"] <= 2:
+                break
+            assert time.monotonic() < deadline, (live["dn2"], live["dn3"])
+            time.sleep(0.5)
     finally:
         cluster.resume_node("dn2")
     deadline = time.monotonic() + 30
@@ -139,7 +144,10 @@ faults:
             assert (r["gs"], r["len"], r["state"]) == (b["gs"], b["len"], "FINALIZED")
     events = [json.loads(line) for line in open(os.path.join(outcome.run_dir, "events",
                                                              "harness.jsonl"))]
-    assert [e["fault"] for e in events if e["event"] == "harness.fault.heal"] == ["bounce", "slow"]
+    # each fault healed once; in which order depends on whether dn3 was back before the
+    # write ended (then the end of the run heals only the latency)
+    assert sorted(e["fault"] for e in events if e["event"] == "harness.fault.heal") == [
+        "bounce", "slow"]
 
 
 def test_final_state_shows_an_open_file_its_lease_and_the_rbw_replicas(cluster):

@@ -104,6 +104,34 @@ def delta(before: dict, after: dict, proxy: str, stream: str = "upstream") -> in
     return after.get((proxy, stream), 0) - before.get((proxy, stream), 0)
 
 
+def received_once(tp: "MetricsToxiproxy", before: dict, want: dict[str, int],
+                  timeout: float = 20.0) -> dict:
+    """The counters once every proxy of `want` received at least its bytes since `before`,
+    or as they are at the timeout. Toxiproxy counts a connection's bytes when it ends, and
+    a DataNode closes its mirror connection a moment after the last ack it passes on: a
+    reading taken as the client returns may miss the last hop's bytes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        after = tp.received()
+        if all(delta(before, after, p) >= n for p, n in want.items()) \
+                or time.monotonic() > deadline:
+            return after
+        time.sleep(0.25)
+
+
+def all_within(cluster: HadoopCluster, nodes, limit: float, timeout: float = 15.0) -> dict:
+    """live_nodes() once every node of `nodes` was heard from at most `limit` s before
+    (asserted within `timeout`): on a loaded machine one reading may catch a heartbeat
+    late, a link that carries none never catches up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        live = cluster.live_nodes()
+        if all(live[n]["lastContact"] <= limit for n in nodes):
+            return live
+        assert time.monotonic() < deadline, {n: live[n] for n in nodes}
+        time.sleep(0.5)
+
+
 def pipelines(cluster: HadoopCluster, path_prefix: str) -> dict[str, list[list[str]]]:
     """Each file's allocations in the NameNode's log, in order: the node ids of each."""
     names = cluster.address_map()
@@ -143,9 +171,9 @@ def test_a_write_pipeline_goes_through_the_proxy_of_each_hop(hadoop, tmp_path):
     src.write_bytes(os.urandom(MiB - 4096))   # one block
     before = tp.received()
     put(cluster, "c1", [str(src)], "/hop/one")
-    after = tp.received()
     [pipe] = pipelines(cluster, "/hop/")["/hop/one"]
     hops = [("c1", pipe[0])] + list(zip(pipe, pipe[1:]))
+    after = received_once(tp, before, {f"{a}->{b}.xfer": MiB - 4096 for a, b in hops})
     for a, b in hops:
         assert delta(before, after, f"{a}->{b}.xfer") >= MiB - 4096, (a, b, pipe)
     # no other source sent data to a DataNode meanwhile
@@ -160,14 +188,16 @@ def test_a_cut_datanode_to_namenode_link_silences_only_that_datanode(hadoop):
     cut = mesh.proxies_of("dn1", "nn")
     mesh.disable(cut, "t-dn-nn")
     try:
+        # one reading with dn1 silent for 5 s and dn2, dn3 heard from within 3 s (a
+        # loaded machine may delay one of their heartbeats past a fixed moment)
         deadline = time.monotonic() + 30
         while True:
             live = cluster.live_nodes()
-            if live["dn1"]["lastContact"] >= 5:
+            if live["dn1"]["lastContact"] >= 5 and max(
+                    live[dn]["lastContact"] for dn in ("dn2", "dn3")) <= 3:
                 break
-            assert time.monotonic() < deadline, f"dn1 still heartbeats: {live['dn1']}"
+            assert time.monotonic() < deadline, f"dn1 still heartbeats or dn2/dn3 not: {live}"
             time.sleep(0.5)
-        assert live["dn2"]["lastContact"] <= 3 and live["dn3"]["lastContact"] <= 3, live
     finally:
         mesh.enable(cut, "t-dn-nn")
     deadline = time.monotonic() + 30
@@ -201,9 +231,16 @@ def test_a_cut_client_to_datanode_link_touches_only_that_link(hadoop, tmp_path):
                       if r["block"] in _blocks_of(cluster, "/c1cut/f")):
             assert time.monotonic() < deadline, "dn1 never got a replica of /c1cut/f"
             time.sleep(1)
-        after = tp.received()
+        # the replica is FINALIZED before its sender's connection ends (and is counted)
+        deadline = time.monotonic() + 20
+        while True:
+            after = tp.received()
+            into_dn1 = max(delta(before, after, f"{d}->dn1.xfer") for d in ("dn2", "dn3"))
+            if into_dn1 >= MiB // 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.25)
         assert delta(before, after, "c1->dn1.xfer") == 0
-        assert max(delta(before, after, f"{d}->dn1.xfer") for d in ("dn2", "dn3")) >= MiB // 2
+        assert into_dn1 >= MiB // 2
     finally:
         mesh.enable(cut, "t-c1-dn1")
     assert ipc_probe("c1", "dn1").returncode == 0                # healed
@@ -233,7 +270,6 @@ def test_a_cut_datanode_to_datanode_link_breaks_only_that_hop(hadoop, tmp_path):
             cluster.run_client("c2", SHELL, ["-mkdir", "-p", f"/dndn{batch}"])
             before = tp.received()
             put(cluster, "c1", files, f"/dndn{batch}/", timeout=180)
-            after = tp.received()
             allocs = pipelines(cluster, f"/dndn{batch}/")
             assert len(allocs) == 6
             expected: dict[tuple[str, str], int] = {}
@@ -245,6 +281,8 @@ def test_a_cut_datanode_to_datanode_link_breaks_only_that_hop(hadoop, tmp_path):
                 if ("dn1", "dn2") in set(zip(tries[0], tries[0][1:])):
                     seen_cut_hop = True
                     assert len(tries) >= 2, (path, tries)   # rebuilt after the bad link
+            after = received_once(tp, before, {f"{a}->{b}.xfer": n
+                                               for (a, b), n in expected.items()})
             assert delta(before, after, "dn1->dn2.xfer") == 0
             for (a, b), n in expected.items():
                 assert delta(before, after, f"{a}->{b}.xfer") >= n, ((a, b), expected)
@@ -267,7 +305,7 @@ def test_a_cut_client_to_namenode_link_touches_only_that_client(hadoop):
         assert r.returncode != 0 and b"Connection refused" in r.stderr, r.stderr[-500:]
         r = cluster.run_client("c2", SHELL, ["-ls", "/"], extra_props=NO_RETRY, timeout=60)
         assert r.returncode == 0, r.stderr[-500:]
-        assert max(cluster.live_nodes()[dn]["lastContact"] for dn in ("dn1", "dn2", "dn3")) <= 3
+        all_within(cluster, ("dn1", "dn2", "dn3"), 3)
     finally:
         mesh.enable(cut, "t-c1-nn")
     r = cluster.run_client("c1", SHELL, ["-ls", "/"], extra_props=NO_RETRY, timeout=60)
@@ -304,15 +342,20 @@ def test_block_recovery_rpcs_go_from_the_primary_through_its_own_proxies(hadoop)
     # connection after ipc.client.connection.maxidletime (1 s in this cluster)
     time.sleep(5)
     after = tp.received()
-    # the primary is the DataNode the NameNode asked (BlockRecoveryWorker logs the call)
-    [primary] = [dn for dn in cluster.datanodes()
-                 if "calls recoverBlock" in open(cluster.nodes[dn]["log"]).read()]
+    # the primary is the DataNode the NameNode asked (BlockRecoveryWorker logs the call).
+    # A recovery not ended after 30 heartbeats is started again by the next recoverLease
+    # (3.x BlockManager.addBlockRecoveryAttempt), with a replica not yet tried as primary
+    # (BlockUnderConstructionFeature.initializeBlockRecovery): a loaded machine may see
+    # two primaries, each calling the others through its own proxies
+    primaries = {dn for dn in cluster.datanodes()
+                 if "calls recoverBlock" in open(cluster.nodes[dn]["log"]).read()}
+    assert primaries, "no DataNode was asked to recover the block"
     for proxy in mesh.proxies:
         a, b = proxy.link
         if proxy.spec.service != "ipc" or not (a.startswith("dn") and b.startswith("dn")):
             continue
         moved = delta(before, after, proxy.name)
-        if a == primary:
-            assert moved > 0, f"{proxy.name} carried nothing (primary {primary})"
+        if a in primaries:
+            assert moved > 0, f"{proxy.name} carried nothing (primaries {primaries})"
         else:
-            assert moved == 0, f"{proxy.name} carried {moved} bytes (primary {primary})"
+            assert moved == 0, f"{proxy.name} carried {moved} bytes (primaries {primaries})"

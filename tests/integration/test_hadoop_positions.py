@@ -39,5 +39,6 @@ def test_c1_pipeline_1_is_the_second_node_of_hadoops_pipeline(tmp_path):
     error = next(e for e in events if e["event"] == "client.pipeline.error"
                  and e["ts"] > inject["ts"])
     assert (error["error_index"], error["bad_node"]) == (1, pipeline[1])
-    recovered = next(e for e in events if e["event"] == "client.pipeline.recovered")
+    recovered = next(e for e in events if e["event"] == "client.pipeline.recovered"
+                     and e["ts"] >= error["ts"])
     assert recovered["pipeline"] == [pipeline[0], pipeline[2]]

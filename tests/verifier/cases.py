@@ -96,6 +96,38 @@ def _(rid):
     return r
 
 
+def _reseq(r, node: str, lost: tuple, repeated: tuple):
+    """The node's log without the lines of seqs `lost`, and the line of each seq in
+    `repeated` once more per time it is named there (right after it): seqs as logged."""
+    r.renumber = False
+    out = []
+    for seq, line in enumerate(r.lines[node]):
+        if seq not in lost:
+            out += [line] * (1 + repeated.count(seq))
+    r.lines[node] = out
+    return r
+
+
+# Each of these keeps the log's line count, first and last seq, the sum of its seqs and
+# the sum of their squares: only seqs counted one by one tell them from a whole log.
+@case("I1-seq-lost-and-repeated", ("I1", "fail"))
+def _(rid):
+    """A hand-made NameNode log: seqs 1, 5 and 6 lost, 2, 3 and 7 twice."""
+    return _reseq(happy(rid), "nn", (1, 5, 6), (2, 3, 7))
+
+
+@case("I1-seq-repeated-thrice-gaps-elsewhere", ("I1", "fail"))
+def _(rid):
+    """c1's seq 3 three times and its last seq 10 twice; 1, 6 and 9 lost."""
+    return _reseq(happy(rid), "c1", (1, 6, 9), (3, 3, 10))
+
+
+@case("I1-seq-two-gaps-four-repeats", ("I1", "fail"))
+def _(rid):
+    """nn's seqs 1..2 and 9..10 lost, 0, 4, 7 and 11 twice (equal sums of cubes too)."""
+    return _reseq(happy(rid), "nn", (1, 2, 9, 10), (0, 4, 7, 11))
+
+
 @case("I1-killed-log-ends-early", ("I1", "pass"))
 def _(rid):
     """dn2 was SIGKILLed: its log simply stops (no dn.stop): that is no gap."""

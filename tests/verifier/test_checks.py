@@ -91,9 +91,21 @@ def _why(verdicts, run_id, check):
 REASONS = [
     ("I1-no-events", "I1", "no event logs"),
     ("I1-process-left-no-log", "I1", "dn4 was started by the harness but left no log"),
-    ("I1-seq-gap", "I1", "events/dn1.jsonl: its seqs 0..3 have gaps"),
+    ("I1-seq-gap", "I1", "events/dn1.jsonl: its seqs 0..3 are not each once (lines lost, "
+                         "repeated or torn inside the log): missing 1 (1 in all)"),
     ("I1-seq-not-from-zero", "I1", "events/dn2.jsonl: its first seq is 1, not 0"),
-    ("I1-seq-repeated", "I1", "events/c1.jsonl: its seqs"),
+    ("I1-seq-repeated", "I1", "events/c1.jsonl: its seqs 0..10 are not each once (lines "
+                              "lost, repeated or torn inside the log): repeated 10 (x2) "
+                              "(1 extra line(s))"),
+    ("I1-seq-lost-and-repeated", "I1", "events/nn.jsonl: its seqs 0..15 are not each once "
+     "(lines lost, repeated or torn inside the log): missing 1, 5..6 (3 in all); "
+     "repeated 2 (x2), 3 (x2), 7 (x2) (3 extra line(s))"),
+    ("I1-seq-repeated-thrice-gaps-elsewhere", "I1", "events/c1.jsonl: its seqs 0..10 are "
+     "not each once (lines lost, repeated or torn inside the log): missing 1, 6, 9 "
+     "(3 in all); repeated 3 (x3), 10 (x2) (3 extra line(s))"),
+    ("I1-seq-two-gaps-four-repeats", "I1", "events/nn.jsonl: its seqs 0..15 are not each "
+     "once (lines lost, repeated or torn inside the log): missing 1..2, 9..10 (4 in all); "
+     "repeated 0 (x2), 4 (x2), 7 (x2), 11 (x2) (4 extra line(s))"),
     ("I1-malformed-line", "I1", "events/dn3.jsonl: 1 malformed line"),
     ("I1-no-final-state", "I1", "final_state.json is missing"),
     ("I1-run-timed-out", "I1", "status timeout"),
@@ -139,6 +151,17 @@ def test_a_killed_process_may_end_its_log_early(case_verdicts):
     assert _status(case_verdicts, "I1-killed-log-ends-early", "I1")["status"] == "pass"
     ev = _status(case_verdicts, "I1-seq-gap", "I1")["evidence"]
     assert [e["node"] for e in ev] == ["dn1"]
+
+
+@pytest.mark.parametrize("run_id,node", [("I1-seq-lost-and-repeated", "nn"),
+                                         ("I1-seq-repeated-thrice-gaps-elsewhere", "c1"),
+                                         ("I1-seq-two-gaps-four-repeats", "nn")])
+def test_i1_names_the_torn_log_alone(case_verdicts, run_id, node):
+    """Lines lost and others repeated, the count, ends and sums kept: only that log fails,
+    and its evidence gives the seqs as fields too."""
+    ev = _status(case_verdicts, run_id, "I1")["evidence"]
+    assert [e["node"] for e in ev] == [node]
+    assert ev[0]["seq_missing"] and ev[0]["seq_repeated"]
 
 
 @pytest.mark.parametrize("run_id,reason", [

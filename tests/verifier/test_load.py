@@ -202,6 +202,9 @@ def test_log_stats_see_gaps_repeats_and_torn_lines(spark, tmp_path):
         "gap": [0, 1, 2, 4, 5],
         "twice": [0, 1, 1, 2],
         "even": [0, 1, 1, 4, 4],                      # count, least, greatest, sum as 0..4
+        # seqs 1, 5, 6 lost and 2, 3, 7 twice: count, ends, sum and sum of squares as 0..9
+        "squares": [0, 2, 2, 3, 3, 4, 7, 7, 8, 9],
+        "negative": [-64, 0, 1, 2],                   # -64 is 0's bit in the word below
         "shuffled": [2, 0, 1],
     }
     for name, seqs in logs.items():
@@ -226,7 +229,14 @@ def test_log_stats_see_gaps_repeats_and_torn_lines(spark, tmp_path):
     assert set(got) == set(logs) | {"torn", "noseq", "empty"}
     assert {k: v["seq_ok"] for k, v in got.items()} == {
         "ok": True, "late": True, "gap": False, "twice": False, "even": False,
-        "shuffled": True, "torn": True, "noseq": False, "empty": True}
+        "shuffled": True, "torn": True, "noseq": False, "empty": True, "squares": False,
+        "negative": False}
+    assert (got["squares"]["seq_missing"], got["squares"]["seq_repeated"]) == (
+        "1, 5..6 (3 in all)", "2 (x2), 3 (x2), 7 (x2) (3 extra line(s))")
+    assert (got["negative"]["seq_missing"], got["negative"]["seq_repeated"]) == (
+        "-63..-1 (63 in all)", None)
+    assert (got["noseq"]["no_seq"], got["noseq"]["seq_missing"]) == (1, None)
+    assert got["ok"]["seq_missing"] is None and got["ok"]["seq_repeated"] is None
     assert (got["late"]["min_seq"], got["late"]["max_seq"], got["late"]["lines"]) == (3, 8, 6)
     assert (got["torn"]["lines"], got["torn"]["malformed"], got["torn"]["node"]) == (2, 1, "n-torn")
     assert (got["empty"]["lines"], got["empty"]["node"], got["empty"]["min_seq"]) == (0, None, None)

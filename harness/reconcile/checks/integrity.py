@@ -28,8 +28,8 @@ def _driver_facts(runs: RunSet) -> DataFrame:
 
 def check_i1(runs: RunSet) -> Outcome:
     """Logs complete: events/ has logs; every process the harness started (its
-    harness.node.start targets) has a log; each log's seq starts at 0 with no gap and no
-    repeat (a killed process may end early: a missing tail is no gap); no malformed
+    harness.node.start targets) has a log; each log's seqs are 0, 1, ..., each once
+    (a killed process may end early: a missing tail is no gap); no malformed
     line; final_state.json exists and parses; the cluster settled before it was taken
     (harness.quiescent reached); harness.run.end says the run went through."""
     facts = _driver_facts(runs)
@@ -63,14 +63,19 @@ def check_i1(runs: RunSet) -> Outcome:
                F.format_string("its first seq is %d, not 0 (the start of the log is lost)",
                                F.col("min_seq"))),
         F.when(~F.col("seq_ok"),
-               F.format_string("its seqs %d..%d have gaps or repeats (lines lost or torn "
-                               "inside the log)", F.col("min_seq"), F.col("max_seq"))),
+               F.format_string("its seqs %d..%d are not each once (lines lost, repeated or "
+                               "torn inside the log): %s", F.col("min_seq"), F.col("max_seq"),
+                               F.concat_ws("; ", F.array_compact(F.array(
+                                   F.concat(F.lit("missing "), F.col("seq_missing")),
+                                   F.concat(F.lit("repeated "), F.col("seq_repeated")),
+                                   F.when(F.col("no_seq") > 0, F.format_string(
+                                       "%d line(s) without a seq", F.col("no_seq")))))))),
         F.when(F.col("malformed") > 0,
                F.format_string("%d malformed line(s)", F.col("malformed")))))))
     bad_logs = violation(
         logs.filter(F.col("what") != ""),
         F.format_string("events/%s.jsonl: %s", F.col("log"), F.col("what")),
-        "log", "lines", "malformed", "min_seq", "max_seq",
+        "log", "lines", "malformed", "min_seq", "max_seq", "seq_missing", "seq_repeated",
         ts=F.lit(None), node=F.coalesce("node", "log"), event=F.lit("log"))
 
     ends = runs.of("harness.run.end").select("run_id", "ts", "node", "event", "status")
