@@ -199,7 +199,8 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/client.py",
         original='self.period = client.conf["lease.soft-limit"] / 2',
         replacement='self.period = client.conf["lease.soft-limit"]',
-        # survives (targeted run): L6's bound soft/2 + max(1 s, soft/4) equals the soft
+        # survives (targeted run, and the whole library of 33 scenarios on this
+        # branch): L6's bound soft/2 + max(1 s, soft/4) equals the soft
         # limit itself at the library's 1-2 s soft limits, so renewals every soft limit
         # (gaps of 2.0-2.5 s at 2 s) are within it or excused: c2 of
         # hard-limit-two-writers, the one long writer that renews, has paced (faulted)
@@ -247,7 +248,8 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/namenode.py",
         original='return info.id == int(last["block"]) and info.gs == int(last.get("gs", -1))',
         replacement='return info.id == int(last["block"])',
-        # survives (targeted run): no writer of the library calls complete() on a file
+        # survives (targeted run, and the whole library of 33 scenarios on this
+        # branch): no writer of the library calls complete() on a file
         # that lease recovery closed under it (the recovered writers fail earlier, at
         # updateBlockForPipeline or a complete refused while UNDER_RECOVERY). Killing it
         # takes a writer frozen after its last packet was acked and before complete(),
@@ -261,7 +263,8 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/namenode.py",
         original="if len(inode.blocks) >= 2 and self.blocks[inode.blocks[-2]].state != COMPLETE:",
         replacement="if False:",
-        # survives (targeted run): checkFileProgress only throttles a writer whose
+        # survives (targeted run, and the whole library of 33 scenarios on this
+        # branch): checkFileProgress only throttles a writer whose
         # previous block is not COMPLETE yet; complete() still waits for every block, so
         # no check sees it, and complete-waits-for-block-report writes a single block.
         # Killing it takes a multi-block write with slow incremental block reports and
@@ -437,7 +440,8 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/namenode.py",
         original="if d.dead:\n                # a node declared dead must re-register",
         replacement="if False:\n                # a node declared dead must re-register",
-        # survives (targeted run): no scenario of the library has a DataNode declared
+        # survives (targeted run, and the whole library of 33 scenarios on this
+        # branch): no scenario of the library has a DataNode declared
         # dead come back (dn3 of dead-datanode-drops-deletions stays down, dn2 of
         # replace-best-effort is back before the dead interval). Killing it takes a
         # node down past the dead interval that then returns with a stale replica.
