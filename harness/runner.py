@@ -687,7 +687,8 @@ def run_parallel(files: list[str], workers: int, backend: str = "local",
     verify them in one Spark batch; with `fail_fast` each is verified as it finishes and
     none starts after the first failure (the running ones finish). Prints one result line
     per run in the order of `files`; returns (those verdicts, how many never started).
-    Ctrl-C stops every running run, verifies what ran, and raises KeyboardInterrupt."""
+    Ctrl-C (or SIGTERM) stops every running run, verifies what ran, and raises
+    KeyboardInterrupt."""
     from harness.scenario import validate_files
     _, issues = validate_files(files)
     if issues:
@@ -719,6 +720,11 @@ def run_parallel(files: list[str], workers: int, backend: str = "local",
         elif fail_fast:
             stop = True
 
+    def terminated(signum, frame):
+        raise KeyboardInterrupt
+    # SIGTERM stops the runs as Ctrl-C does (a sequential run's own handler does the same)
+    previous = (signal.signal(signal.SIGTERM, terminated)
+                if threading.current_thread() is threading.main_thread() else None)
     try:
         while running or (waiting and not stop):
             while waiting and not stop and len(running) < workers:
@@ -735,6 +741,8 @@ def run_parallel(files: list[str], workers: int, backend: str = "local",
             finished(future)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     late = [i for i in sorted(outcomes) if i not in verdicts and outcomes[i].run_dir]
     if late:
         verdicts.update(zip(late, verify([outcomes[i] for i in late], progress)))

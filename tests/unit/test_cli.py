@@ -664,7 +664,8 @@ def _run_until_interrupted(path, backend, results_dir, *rest):
     return RunOutcome(name, name, str(run_dir), "interrupted" if stopped else "completed", [])
 
 
-def test_ctrl_c_stops_every_running_run(capsys, tmp_path):
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_stops_every_running_run(capsys, tmp_path, signum):
     import os
     import signal
     import threading
@@ -680,7 +681,7 @@ def test_ctrl_c_stops_every_running_run(capsys, tmp_path):
         while time.time() < deadline and not all(
                 (results / n / "started").exists() for n in ("a", "b")):
             time.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), getattr(signal, signum))
 
     threading.Thread(target=press_ctrl_c, daemon=True).start()
     t0 = time.time()
