@@ -695,7 +695,7 @@ def run_parallel(files: list[str], workers: int, backend: str = "local",
         raise ScenarioError(issues)
     say = progress or (lambda msg: None)
     run, verify = run or run_file, verify or verify_outcomes
-    pool = pool or run_pool(workers)
+    pool = pool or run_pool(min(workers, len(files)))
     waiting = list(range(len(files)))
     running: dict[cf.Future, int] = {}
     outcomes: dict[int, RunOutcome] = {}
