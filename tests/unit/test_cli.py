@@ -693,3 +693,18 @@ def test_ctrl_c_stops_every_running_run(capsys, tmp_path, signum):
     out = capsys.readouterr().out
     assert [line.split()[:2] for line in out.splitlines()] == [["FAIL", "a"], ["FAIL", "b"]]
     assert "interrupted" in out
+
+
+def test_runs_of_one_scenario_in_one_second_get_their_own_folders(monkeypatch, tmp_path):
+    # two worker processes name their runs alike within a second; the folder is made, not
+    # looked for, so the second never takes the first's (os.path.exists cannot see a folder
+    # another process is about to make: here it never sees one)
+    from harness import runner
+    from harness.scenario import load_scenario
+    scenario = load_scenario(str(EXAMPLE))
+    monkeypatch.setattr(runner.os.path, "exists", lambda path: False)
+    runs = [runner.Run(scenario, "local", str(tmp_path), 7, False, None) for _ in range(3)]
+    for r in runs:
+        r.log.close()
+    assert len({r.run_dir for r in runs}) == 3
+    assert [r.run_dir[-2:] for r in runs][1:] == ["-2", "-3"]
