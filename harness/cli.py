@@ -2,7 +2,8 @@
 
     hdfs-chaos validate SCENARIO... exit 0 valid, 2 invalid (one error per line on stderr)
     hdfs-chaos run SCENARIO...      exit 0 all passed, 1 some failed, 2 bad input
-                                    (-k PATTERN, --repeat N, --fail-fast, --json)
+                                    (-k PATTERN, --repeat N, --fail-fast, --json,
+                                     --workers N)
     hdfs-chaos diff SCENARIO...     each scenario on mini-HDFS and Hadoop, diff.html
     hdfs-chaos verify RUN_DIR...    re-run the checks on recorded runs (same exit codes)
     hdfs-chaos report RUN_DIR...    a suite summary (index.html, checks.parquet)
@@ -189,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run each scenario N times in a row (each run its own folder; the "
                         "same seed unless --seed), to see whether its verdict holds")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="run N scenarios at a time, each cluster on its own ports (progress: "
+                        "lasting lines only, each led by its scenario's name); the result "
+                        "lines and --json keep the order of the scenarios given")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per scenario on stdout (name, verdict, run_dir, "
                         "failed_checks, unmet_expectations, error, run_status); the "
@@ -585,8 +590,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         scenarios = {path: sc for path, sc in scenarios.items() if path in files}
     if args.repeat < 1:
         raise UserError(f"--repeat {args.repeat}: give a number of runs, 1 or more")
+    if args.workers < 1:
+        raise UserError(f"--workers {args.workers}: give a number of runs at a time, 1 or more")
     files = [path for path in files for _ in range(args.repeat)]
     if args.system == "both":
+        if args.workers > 1:
+            raise UserError("--workers does not work with --system both: drop --workers")
         if args.fail_fast or args.json:
             raise UserError("--fail-fast and --json do not work with --system both: use "
                             "hdfs-chaos diff, whose diff.html compares the systems")
@@ -608,9 +617,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             for line in bad:
                 print(line, file=sys.stderr)
             return EXIT_BAD_INPUT
-    run_scenarios = _function("harness.runner", "run_scenarios", "run")
     chosen = {"system": system, "hadoop_version": args.hadoop_version} if system else {}
     progress = None if args.quiet else _progress
+    if args.workers > 1 and len(files) > 1:
+        return _run_parallel(args, files, progress, chosen)
+    run_scenarios = _function("harness.runner", "run_scenarios", "run")
     # --fail-fast runs (and verifies) one scenario at a time, to know a failure at once;
     # otherwise all run first and are verified in one Spark batch, which is far cheaper.
     batches = [[path] for path in files] if args.fail_fast else [files]
@@ -630,6 +641,23 @@ def cmd_run(args: argparse.Namespace) -> int:
                   f"{'s' if left != 1 else ''} not run", file=sys.stderr)
             break
     return max(_exit_for(o) for o in outcomes)
+
+
+def _run_parallel(args: argparse.Namespace, files: list[str], progress: Any,
+                  chosen: dict) -> int:
+    """`run --workers N`: harness.runner.run_parallel, then the --json lines and the
+    --fail-fast note, in the order of the scenarios given."""
+    run_parallel = _function("harness.runner", "run_parallel", "run")
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        verdicts, not_run = run_parallel(files, args.workers, args.backend, args.out, args.seed,
+                                         args.keep, progress, fail_fast=args.fail_fast, **chosen)
+    if args.json:
+        for verdict in verdicts:
+            print(json.dumps(scenario_json(verdict)), flush=True)
+    if not_run:
+        print(f"{PROG}: --fail-fast: stopped after a failure; {not_run} scenario"
+              f"{'s' if not_run != 1 else ''} not run", file=sys.stderr)
+    return _exit_for(verdicts)
 
 
 def _verdicts(outcome: Any) -> list:

@@ -11,6 +11,7 @@ process, proxy and port the run started is released before `run_scenario` return
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import datetime
 import json
 import os
@@ -71,8 +72,12 @@ class Run:
         self.run_id = f"{scenario.name}-{stamp}-s{self.seed}"
         base = os.path.join(results_dir, self.run_id)
         n = 1
-        while os.path.exists(base if n == 1 else f"{base}-{n}"):
-            n += 1
+        while True:   # made, not just looked for: parallel runs of one scenario never share one
+            try:
+                os.makedirs(base if n == 1 else f"{base}-{n}")
+                break
+            except FileExistsError:
+                n += 1
         self.run_dir = os.path.abspath(base if n == 1 else f"{base}-{n}")
         self.run_id = os.path.basename(self.run_dir)
         self.backend_name, self.keep = backend, keep
@@ -624,6 +629,133 @@ def run_scenarios(files: list[str], backend: str = "local", results_dir: str = "
     if interrupted:
         raise KeyboardInterrupt
     return verdicts
+
+
+class _LinesOnly:
+    """Progress of a run in a worker process: its lasting lines (each starts with the
+    scenario's name); status lines redrawn in place would garble with other runs'."""
+
+    def __call__(self, message: str) -> None:
+        import sys
+        print(message, file=sys.stderr, flush=True)
+
+    def transient(self, message: str) -> None:
+        pass
+
+
+def run_file(path: str, backend: str, results_dir: str, seed: int | None, keep: bool,
+             quiet: bool, system: str | None, hadoop_version: str | None) -> RunOutcome:
+    """One scenario file run in a worker process of run_parallel (verified later)."""
+    return run_scenario(path, backend, results_dir, seed, keep, None if quiet else _LinesOnly(),
+                        verify=False, system=system, hadoop_version=hadoop_version)
+
+
+def _init_run_worker(counter, workers: int) -> None:
+    # the explorer's worker set-up: a machine-wide port slice (a flock on a slot file)
+    from harness.explore.engine import _init_worker
+    _init_worker(counter, workers)
+    # a group of its own: a terminal's Ctrl-C reaches the parent alone, which stops each
+    # run once (a second SIGINT during a teardown would cut the teardown short)
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # idle; a run installs its own handler
+
+
+def run_pool(workers: int) -> cf.ProcessPoolExecutor:
+    """Worker processes for run_parallel, each drawing its clusters' ports from its own slice."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                  initializer=_init_run_worker,
+                                  initargs=(ctx.Value("i", 0), workers))
+
+
+def _stop_workers(pool) -> None:
+    """SIGINT to each worker process: its run heals, stops its cluster, returns."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            os.kill(process.pid, signal.SIGINT)
+        except (ProcessLookupError, AttributeError):
+            pass
+
+
+def run_parallel(files: list[str], workers: int, backend: str = "local",
+                 results_dir: str = "results", seed: int | None = None, keep: bool = False,
+                 progress: Progress | None = None, system: str | None = None,
+                 hadoop_version: str | None = None, fail_fast: bool = False,
+                 run=None, verify=None, pool=None) -> tuple[list[dict], int]:
+    """Run `files` `workers` at a time, each in a worker process with its own ports, then
+    verify them in one Spark batch; with `fail_fast` each is verified as it finishes and
+    none starts after the first failure (the running ones finish). Prints one result line
+    per run in the order of `files`; returns (those verdicts, how many never started).
+    Ctrl-C (or SIGTERM) stops every running run, verifies what ran, and raises
+    KeyboardInterrupt."""
+    from harness.scenario import validate_files
+    _, issues = validate_files(files)
+    if issues:
+        raise ScenarioError(issues)
+    say = progress or (lambda msg: None)
+    run, verify = run or run_file, verify or verify_outcomes
+    pool = pool or run_pool(min(workers, len(files)))
+    waiting = list(range(len(files)))
+    running: dict[cf.Future, int] = {}
+    outcomes: dict[int, RunOutcome] = {}
+    verdicts: dict[int, dict] = {}
+    stop = interrupted = False
+
+    def finished(future: cf.Future) -> None:
+        nonlocal stop, interrupted
+        index = running.pop(future)
+        try:
+            outcome = future.result()
+        except Exception as e:   # the worker broke (not the run): this run fails, not the rest
+            outcome = RunOutcome(os.path.basename(files[index]), "", "", "error",
+                                 [f"{type(e).__name__}: {e}"])
+        outcomes[index] = outcome
+        say(f"{outcome.scenario}: run {outcome.status} ({os.path.relpath(outcome.run_dir or '.')})")
+        if outcome.status == "interrupted":
+            stop = interrupted = True
+        elif fail_fast and outcome.run_dir:
+            verdicts[index] = verify([outcome], progress)[0]
+            stop = stop or not verdicts[index].get("passed")
+        elif fail_fast:
+            stop = True
+
+    def terminated(signum, frame):
+        raise KeyboardInterrupt
+    # SIGTERM stops the runs as Ctrl-C does (a sequential run's own handler does the same)
+    previous = (signal.signal(signal.SIGTERM, terminated)
+                if threading.current_thread() is threading.main_thread() else None)
+    try:
+        while running or (waiting and not stop):
+            while waiting and not stop and len(running) < workers:
+                index = waiting.pop(0)
+                running[pool.submit(run, files[index], backend, results_dir, seed, keep,
+                                    progress is None, system, hadoop_version)] = index
+            done, _ = cf.wait(list(running), return_when=cf.FIRST_COMPLETED)
+            for future in sorted(done, key=running.get):
+                finished(future)
+    except KeyboardInterrupt:
+        interrupted = True
+        _stop_workers(pool)
+        for future in list(running):
+            finished(future)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    late = [i for i in sorted(outcomes) if i not in verdicts and outcomes[i].run_dir]
+    if late:
+        verdicts.update(zip(late, verify([outcomes[i] for i in late], progress)))
+    for i in sorted(outcomes):
+        if i not in verdicts:   # no folder: the worker broke before the run began
+            verdicts[i] = {"scenario": outcomes[i].scenario, "passed": False, "checks": [],
+                           "expect": [], "error": "; ".join(outcomes[i].errors)}
+    ordered = [verdicts[i] for i in sorted(verdicts)]
+    for verdict in ordered:
+        print(result_line(verdict), flush=True)
+    if interrupted:
+        raise KeyboardInterrupt
+    return ordered, len(files) - len(outcomes)
 
 
 def result_line(verdict: dict) -> str:

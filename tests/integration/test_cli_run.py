@@ -66,3 +66,32 @@ def test_run_k_fail_fast_json_then_report(tmp_path):
     assert report.stdout == f"1 run: 0 passed, 1 failed; suite report: {out / 'index.html'}\n"
     html = (out / "index.html").read_text()
     assert "unmet: /data/f1 len == 1048576 (got 262144)" in html
+
+
+def _span(run_dir: str) -> tuple[float, float]:
+    """When a run's harness started and ended it (events/harness.jsonl)."""
+    with open(os.path.join(run_dir, "events", "harness.jsonl")) as f:
+        events = [json.loads(line) for line in f if line.strip()]
+    return (next(e["ts"] for e in events if e["event"] == "harness.run.start"),
+            next(e["ts"] for e in events if e["event"] == "harness.run.end"))
+
+
+def test_run_two_library_scenarios_with_two_workers(tmp_path):
+    out = tmp_path / "results"
+    names = ["setup-first-bad-link", "replace-never"]
+    done = cli("run", *names, "--workers", "2", "--json", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    objects = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [o["name"] for o in objects] == names                  # the order given
+    assert [o["verdict"] for o in objects] == ["pass", "pass"], done.stderr
+    assert len({o["run_dir"] for o in objects}) == 2
+    assert all(os.path.dirname(o["run_dir"]) == str(out) for o in objects)
+    # they ran at once, each cluster on its own ports (a clash fails a run)
+    (start1, end1), (start2, end2) = (_span(o["run_dir"]) for o in objects)
+    assert max(start1, start2) < min(end1, end2), "the runs did not overlap"
+    # progress lines are whole lines, each led by its scenario's name
+    progress = [line for line in done.stderr.splitlines()
+                if not line.startswith(("PASS ", "FAIL ", "verifying "))]
+    assert progress and all(line.split(":")[0] in names for line in progress), done.stderr
+    assert [line.split()[1] for line in done.stderr.splitlines()
+            if line.startswith(("PASS ", "FAIL "))] == names

@@ -539,3 +539,172 @@ def test_run_repeat_runs_each_scenario_n_times_in_a_row(capsys, monkeypatch, tmp
     assert calls == [[paths[0]] * 3 + [paths[1]] * 3]
     code, _, err = run(capsys, "run", str(tmp_path), "--repeat", "0")
     assert code == 2 and err == "hdfs-chaos: error: --repeat 0: give a number of runs, 1 or more\n"
+
+
+# -- run --workers N --------------------------------------------------------------------------
+
+def test_run_workers_option_parsing(capsys, monkeypatch, tmp_path):
+    paths = _library(tmp_path, "a", "b")
+    calls = []
+    fake_module(monkeypatch, "harness.runner",
+                run_scenarios=lambda files, *rest: calls.append(("serial", files)) or [],
+                run_parallel=lambda files, workers, *rest, **kw:
+                    calls.append(("parallel", files, workers, kw["fail_fast"])) or ([], 0))
+    for bad in ("0", "-1"):
+        code, _, err = run(capsys, "run", str(tmp_path), "--workers", bad)
+        assert (code, err) == (2, f"hdfs-chaos: error: --workers {bad}: give a number of runs "
+                                  "at a time, 1 or more\n")
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["run", str(tmp_path), "--workers", "two"])
+    assert exit_.value.code == 2 and "--workers: invalid int value: 'two'" in capsys.readouterr().err
+    code, _, err = run(capsys, "run", str(tmp_path), "--workers", "2", "--system", "both")
+    assert code == 2 and "--workers does not work with --system both" in err
+    assert calls == []
+    run(capsys, "run", str(tmp_path), "--quiet")                      # default: 1, as before
+    run(capsys, "run", paths[0], "--workers", "3", "--quiet")         # one scenario: as before
+    run(capsys, "run", str(tmp_path), "--workers", "2", "--fail-fast", "--quiet")
+    assert calls == [("serial", paths), ("serial", [paths[0]]), ("parallel", paths, 2, True)]
+
+
+def _fake_outcome(path, tmp, status="completed"):
+    from harness.runner import RunOutcome
+    name = Path(path).stem
+    run_dir = tmp / f"run-{name}"
+    run_dir.mkdir(exist_ok=True)
+    return RunOutcome(name, run_dir.name, str(run_dir), status, [])
+
+
+def _fake_parallel_runner(monkeypatch, tmp_path, seconds, failing=()):
+    """runner.run_parallel with its runs and verifier replaced: a run of NAME sleeps
+    seconds[NAME]; a verdict fails for the names in `failing`. Threads stand for the
+    worker processes. Returns the record: runs started, verify batches, peak overlap."""
+    import concurrent.futures as cf
+    import threading
+    import time
+    from harness import runner
+    record = {"started": [], "verified": [], "running": 0, "peak": 0}
+    lock = threading.Lock()
+
+    def fake_run(path, *rest):
+        with lock:
+            record["started"].append(Path(path).stem)
+            record["running"] += 1
+            record["peak"] = max(record["peak"], record["running"])
+        time.sleep(seconds[Path(path).stem])
+        with lock:
+            record["running"] -= 1
+        return _fake_outcome(path, tmp_path)
+
+    def fake_verify(outcomes, progress=None):
+        record["verified"].append([o.scenario for o in outcomes])
+        return [{"scenario": o.scenario, "run_dir": o.run_dir, "checks": [], "expect": [],
+                 "passed": o.scenario not in failing} for o in outcomes]
+
+    monkeypatch.setattr(runner, "run_file", fake_run)
+    monkeypatch.setattr(runner, "verify_outcomes", fake_verify)
+    monkeypatch.setattr(runner, "run_pool", lambda workers: cf.ThreadPoolExecutor(workers))
+    monkeypatch.setattr(runner, "result_line",
+                        lambda v: f"{'PASS' if v['passed'] else 'FAIL'} {v['scenario']}")
+    return record
+
+
+def test_run_workers_results_in_the_order_given_whatever_order_they_finished(
+        capsys, monkeypatch, tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    _library(lib, "a", "b", "c")
+    # a is slowest: b and c finish first
+    record = _fake_parallel_runner(monkeypatch, tmp_path, {"a": 0.6, "b": 0.05, "c": 0.1},
+                                   failing={"b"})
+    code, out, err = run(capsys, "run", str(lib), "--workers", "2", "--json")
+    assert code == 1
+    assert [json.loads(line)["name"] for line in out.splitlines()] == ["a", "b", "c"]
+    assert [json.loads(line)["verdict"] for line in out.splitlines()] == ["pass", "fail", "pass"]
+    assert [line for line in err.splitlines() if line[:4] in ("PASS", "FAIL")] == \
+        ["PASS a", "FAIL b", "PASS c"]
+    done = [line.split(":")[0] for line in err.splitlines() if ": run completed" in line]
+    assert done == ["b", "c", "a"]                        # the order they finished in
+    assert record["peak"] == 2                            # two at a time, never three
+    assert record["verified"] == [["a", "b", "c"]]        # one batch, in the order given
+
+
+def test_run_workers_fail_fast_lets_the_running_finish_and_starts_no_more(
+        capsys, monkeypatch, tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    _library(lib, "a", "b", "c", "d")
+    record = _fake_parallel_runner(monkeypatch, tmp_path,
+                                   {"a": 0.6, "b": 0.05, "c": 0.05, "d": 0.05}, failing={"b"})
+    code, out, err = run(capsys, "run", str(lib), "--workers", "2", "--fail-fast")
+    assert code == 1
+    assert record["started"] == ["a", "b"]                # c and d never launched
+    assert record["verified"] == [["b"], ["a"]]           # each verified as it finished
+    assert out.splitlines() == ["PASS a", "FAIL b"]          # in the order given
+    assert "hdfs-chaos: --fail-fast: stopped after a failure; 2 scenarios not run" in err
+
+
+# A run in a real worker process, for the Ctrl-C test: it waits for SIGINT as a Run does
+# (its own handler while it runs), and leaves a mark when it started and when it stopped.
+def _run_until_interrupted(path, backend, results_dir, *rest):
+    import signal
+    import time
+    from harness.runner import RunOutcome
+    name = Path(path).stem
+    run_dir = Path(results_dir) / name
+    run_dir.mkdir(parents=True)
+    stopped = []
+    previous = signal.signal(signal.SIGINT, lambda *a: stopped.append(True))
+    (run_dir / "started").write_text("")
+    deadline = time.time() + 30
+    while not stopped and time.time() < deadline:
+        time.sleep(0.05)
+    signal.signal(signal.SIGINT, previous)
+    if stopped:
+        (run_dir / "stopped").write_text("")
+    return RunOutcome(name, name, str(run_dir), "interrupted" if stopped else "completed", [])
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_stops_every_running_run(capsys, tmp_path, signum):
+    import os
+    import signal
+    import threading
+    import time
+    from harness import runner
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    paths = _library(lib, "a", "b", "c")
+    results = tmp_path / "results"
+
+    def press_ctrl_c():
+        deadline = time.time() + 60
+        while time.time() < deadline and not all(
+                (results / n / "started").exists() for n in ("a", "b")):
+            time.sleep(0.05)
+        os.kill(os.getpid(), getattr(signal, signum))
+
+    threading.Thread(target=press_ctrl_c, daemon=True).start()
+    t0 = time.time()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_parallel(paths, 2, "local", str(results), run=_run_until_interrupted)
+    assert time.time() - t0 < 30                           # not the fakes' own deadline
+    assert (results / "a" / "stopped").exists() and (results / "b" / "stopped").exists()
+    assert not (results / "c").exists()                    # never started
+    out = capsys.readouterr().out
+    assert [line.split()[:2] for line in out.splitlines()] == [["FAIL", "a"], ["FAIL", "b"]]
+    assert "interrupted" in out
+
+
+def test_runs_of_one_scenario_in_one_second_get_their_own_folders(monkeypatch, tmp_path):
+    # two worker processes name their runs alike within a second; the folder is made, not
+    # looked for, so the second never takes the first's (os.path.exists cannot see a folder
+    # another process is about to make: here it never sees one)
+    from harness import runner
+    from harness.scenario import load_scenario
+    scenario = load_scenario(str(EXAMPLE))
+    monkeypatch.setattr(runner.os.path, "exists", lambda path: False)
+    runs = [runner.Run(scenario, "local", str(tmp_path), 7, False, None) for _ in range(3)]
+    for r in runs:
+        r.log.close()
+    assert len({r.run_dir for r in runs}) == 3
+    assert [r.run_dir[-2:] for r in runs][1:] == ["-2", "-3"]
