@@ -406,6 +406,26 @@ def test_banners_start_and_stop():
 
 
 
+# a real 3.4.2 run (hard-limit-committed-last-block): complete() answered "not yet" twice
+NN_COMPLETE_REQ = "2026-11-26 10:41:04,504 DEBUG [IPC Server handler 7 on default port 21632] StateChange/FSDirWriteFileOp: DIR* NameSystem.completeFile: /data/f1 for DFSClient_NONMAPREDUCE_-55009994_1"
+NN_COMPLETE_NOT_YET = "2026-11-26 10:41:04,505 INFO [IPC Server handler 7 on default port 21632] FSNamesystem/FSNamesystem: BLOCK* blk_1073741825_1001 is COMMITTED but not COMPLETE(numNodes= 0 <  minimum = 1) in file /data/f1"
+
+
+def test_complete_answered_not_yet():
+    evs = one([NN_COMPLETE_REQ, NN_COMPLETE_NOT_YET], "namenode")
+    assert evs == [
+        dict(event="nn.file.complete", path="/data/f1",
+             holder="DFSClient_NONMAPREDUCE_-55009994_1", ok=False),
+        dict(event="nn.block.state", path="/data/f1", block=1073741825, gs=1001, len=None,
+             state="COMMITTED")]
+    # the same line from another thread (addBlock's check of the penultimate block) or
+    # long after the request is not complete()'s answer
+    other = NN_COMPLETE_NOT_YET.replace("handler 7", "handler 3")
+    late = NN_COMPLETE_NOT_YET.replace("10:41:04,505", "10:41:09,505")
+    for lines in ([NN_COMPLETE_REQ, other], [NN_COMPLETE_REQ, late], [NN_COMPLETE_NOT_YET]):
+        assert [e["event"] for e in one(lines, "namenode")] == ["nn.block.state"]
+
+
 # -- startup safe mode (BlockManagerSafeMode) ----------------------------------------------
 # a real Hadoop 3.4.2 NameNode (nn-restart-slow-block-reports): at the first start the
 # thresholds are met (no block), after the restart it waits for block reports

@@ -216,6 +216,7 @@ class LogMapper:
         self._last: LogLine | None = None
         self.cont_block: int | None = None     # the replica a continuation line describes
         self.pending_call: str | None = None   # NN: the RPC whose exception the next line names
+        self.pending_complete: dict[str, tuple] = {}   # NN: thread -> complete()'s path, holder, ts
         self.pending_start = False
         self.pending_nn_start = False          # NN: started, namespace not loaded yet
         self.ordered_transfers: set[tuple[int, int]] = set()   # DN: DNA_TRANSFER blocks
@@ -375,6 +376,7 @@ def _nn_append_file(mp: LogMapper, m: re.Match, ln: LogLine):
 
 def _nn_complete(mp: LogMapper, m: re.Match, ln: LogLine):
     path, holder = m.group(1), m.group(2)
+    mp.pending_complete.pop(ln.thread, None)
     mp.path_holder.pop(path, None)
     return [_ev("nn.file.complete", path=path, holder=holder, ok=True),
             _ev("nn.file.close", path=path, len=None, reason="complete"),
@@ -536,10 +538,21 @@ def _nn_stored(mp: LogMapper, m: re.Match, ln: LogLine):
                 gs=int(m.group(3)), len=int(m.group(4)), state="FINALIZED")]
 
 
+def _nn_complete_request(mp: LogMapper, m: re.Match, ln: LogLine):
+    # completeFile's DEBUG line, before the call's answer on the same handler thread
+    mp.pending_complete[ln.thread] = (m.group(1), m.group(2), ln.ts)
+    return []
+
+
 def _nn_committed(mp: LogMapper, m: re.Match, ln: LogLine):
-    block, gs = int(m.group(1)), int(m.group(2))
-    return [_ev("nn.block.state", path=m.group(3), block=block, gs=gs, len=None,
-                state="COMMITTED")]
+    block, gs, path = int(m.group(1)), int(m.group(2)), m.group(3)
+    out = []
+    call = mp.pending_complete.pop(ln.thread, None)
+    if call is not None and call[0] == path and ln.ts - call[2] <= HOLD_S:
+        # checkFileProgress inside completeFile: complete() answers false ("not yet")
+        out.append(_ev("nn.file.complete", path=path, holder=call[1], ok=False))
+    return out + [_ev("nn.block.state", path=path, block=block, gs=gs, len=None,
+                      state="COMMITTED")]
 
 
 def _nn_register(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -1049,6 +1062,8 @@ TABLE_3_4: list[Rule] = [
     _r("append_file", "namenode",
        r"^DIR\* NameSystem\.appendFile: src=(/\S*?), holder=([^,]+),", _nn_append_file),
     _r("complete", "namenode", r"^DIR\* completeFile: (/\S*) is closed by (\S+)", _nn_complete),
+    _r("complete_request", "namenode", r"^DIR\* NameSystem\.completeFile: (/\S*) for (\S+)",
+       _nn_complete_request),
     _r("truncate", "namenode", r"^DIR\* NameSystem\.truncate: src=(/\S*) newLength=(\d+)",
        _nn_truncate),
     # the audit log (INFO): namespace changes the write path does not log elsewhere
