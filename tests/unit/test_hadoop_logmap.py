@@ -405,6 +405,94 @@ def test_banners_start_and_stop():
     assert one(dn, "datanode") == [dict(event="dn.start", replicas=None), dict(event="dn.stop")]
 
 
+
+# a real 3.4.2 run (hard-limit-committed-last-block): complete() answered "not yet" twice
+NN_COMPLETE_REQ = "2026-11-26 10:41:04,504 DEBUG [IPC Server handler 7 on default port 21632] StateChange/FSDirWriteFileOp: DIR* NameSystem.completeFile: /data/f1 for DFSClient_NONMAPREDUCE_-55009994_1"
+NN_COMPLETE_NOT_YET = "2026-11-26 10:41:04,505 INFO [IPC Server handler 7 on default port 21632] FSNamesystem/FSNamesystem: BLOCK* blk_1073741825_1001 is COMMITTED but not COMPLETE(numNodes= 0 <  minimum = 1) in file /data/f1"
+
+
+def test_complete_answered_not_yet():
+    evs = one([NN_COMPLETE_REQ, NN_COMPLETE_NOT_YET], "namenode")
+    assert evs == [
+        dict(event="nn.file.complete", path="/data/f1",
+             holder="DFSClient_NONMAPREDUCE_-55009994_1", ok=False),
+        dict(event="nn.block.state", path="/data/f1", block=1073741825, gs=1001, len=None,
+             state="COMMITTED")]
+    # the same line from another thread (addBlock's check of the penultimate block) or
+    # long after the request is not complete()'s answer
+    other = NN_COMPLETE_NOT_YET.replace("handler 7", "handler 3")
+    late = NN_COMPLETE_NOT_YET.replace("10:41:04,505", "10:41:09,505")
+    for lines in ([NN_COMPLETE_REQ, other], [NN_COMPLETE_REQ, late], [NN_COMPLETE_NOT_YET]):
+        assert [e["event"] for e in one(lines, "namenode")] == ["nn.block.state"]
+
+
+# -- startup safe mode (BlockManagerSafeMode) ----------------------------------------------
+# a real Hadoop 3.4.2 NameNode (nn-restart-slow-block-reports): at the first start the
+# thresholds are met (no block), after the restart it waits for block reports
+SM_FIRST_START = "2026-11-26 10:34:18,509 INFO [main] StateChange/BlockManagerSafeMode: STATE* Leaving safe mode after 0 secs"
+SM_ON = ["2026-11-26 10:34:37,215 INFO [main] StateChange/BlockManagerSafeMode: STATE* Safe mode ON. ",
+         "The reported blocks 0 needs additional 1 blocks to reach the threshold 0.9990 of total blocks 2.",
+         "The minimum number of live datanodes is not required. Safe mode will be turned off automatically once the thresholds have been reached."]
+SM_NEXT = "2026-11-26 10:34:37,284 INFO [IPC Server Responder] Server/Server$Responder: IPC Server Responder: starting"
+SM_OFF = ["2026-11-26 10:34:42,365 INFO [Block report processor] StateChange/BlockManagerSafeMode: STATE* Safe mode is OFF",
+          "2026-11-26 10:34:42,365 INFO [Block report processor] StateChange/BlockManagerSafeMode: STATE* Leaving safe mode after 5 secs",
+          "2026-11-26 10:34:42,365 INFO [Block report processor] StateChange/BlockManagerSafeMode: STATE* Network topology has 1 racks and 3 datanodes"]
+# checkSafeMode's repeat of the ON line (20 s later at most) and the extension's line,
+# with the tips getSafeModeTip formats (%n ends the line only where it is in the format)
+SM_REPEAT = ["2026-11-26 10:34:40,001 INFO [Block report processor] StateChange/BlockManagerSafeMode: STATE* Safe mode ON. ",
+             "The reported blocks 0 needs additional 1 blocks to reach the threshold 0.9990 of total blocks 2.",
+             "The minimum number of live datanodes is not required. Safe mode will be turned off automatically once the thresholds have been reached."]
+SM_EXT = ["2026-11-26 10:34:41,100 INFO [Block report processor] StateChange/BlockManagerSafeMode: STATE* Safe mode extension entered. ",
+          "The reported blocks 2 has reached the threshold 0.9990 of total blocks 2. The number of live datanodes 3 has reached the minimum number 1. In safe mode extension. Safe mode will be turned off automatically in 29 seconds."]
+SM_NULLS = dict(safe_blocks=None, total_blocks=None, threshold_blocks=None,
+                live_datanodes=None, min_datanodes=None)
+
+
+@pytest.mark.parametrize("release", ["3.4.2", "3.3.6", "3.2.4"])
+def test_safe_mode_enter_and_leave(release):
+    # the three releases log the same texts (their jars' string constants)
+    evs = map_lines([SM_FIRST_START, *SM_ON, SM_NEXT, *SM_REPEAT, *SM_OFF], "namenode",
+                    release, HOSTS)
+    assert strip(evs) == [
+        dict(event="nn.safemode.enter", safe_blocks=0, total_blocks=2, threshold_blocks=1,
+             live_datanodes=None, min_datanodes=0),
+        dict(event="nn.safemode.leave", waited=5, **SM_NULLS)]
+    assert evs[0]["ts"] == parse_line(SM_ON[0]).ts
+    assert evs[1]["ts"] == parse_line(SM_OFF[1]).ts
+    assert evs[0]["logger"] == "StateChange/BlockManagerSafeMode"
+
+
+def test_safe_mode_extension_takes_its_counts_from_the_tip():
+    evs = map_lines([*SM_ON, *SM_EXT, *SM_OFF], "namenode", hosts=HOSTS)
+    assert strip(evs)[1:] == [
+        dict(event="nn.safemode.extension", extension=None, safe_blocks=2, total_blocks=2,
+             threshold_blocks=None, live_datanodes=3, min_datanodes=1),
+        dict(event="nn.safemode.leave", waited=5, **SM_NULLS)]
+
+
+def test_safe_mode_enter_without_its_tip_comes_out_with_the_next_line():
+    mp = LogMapper("namenode", hosts=HOSTS)
+    assert mp.feed(SM_ON[0]) == []
+    evs = mp.feed(SM_NEXT)
+    assert strip(evs) == [dict(event="nn.safemode.enter", **SM_NULLS)]
+    assert evs[0]["ts"] == parse_line(SM_ON[0]).ts
+    # a log gone quiet after the line
+    mp = LogMapper("namenode", hosts=HOSTS)
+    mp.feed(SM_ON[0])
+    assert mp.release_older(parse_line(SM_ON[0]).ts + 0.5) == []
+    assert [e["event"] for e in mp.release_older(parse_line(SM_ON[0]).ts + 2)] == \
+        ["nn.safemode.enter"]
+
+
+def test_a_restarted_namenode_enters_safe_mode_again():
+    head = "2026-11-26 10:34:30,000 INFO [main] NameNode/StringUtils: STARTUP_MSG: "
+    start = [head, "STARTUP_MSG: Starting NameNode", "STARTUP_MSG:   args = []"]
+    # killed in safe mode (no OFF line), then started again
+    evs = map_lines([*SM_ON, *start, *SM_ON, *SM_OFF], "namenode", hosts=HOSTS)
+    assert [e["event"] for e in evs] == ["nn.safemode.enter", "nn.safemode.enter",
+                                         "nn.safemode.leave"]
+
+
 # -- releases and observability -----------------------------------------------------------
 
 def test_release_tables():

@@ -9,7 +9,7 @@ and turns the lines that carry a write-path fact (block allocation with its pipe
 GS bumps, updatePipeline, fsync, lease expiry / recovery, internalReleaseLease and its
 recovery id, initReplicaRecovery, syncBlock's choice, commitBlockSynchronization,
 replica state changes, the client's pipeline errors and rebuilt pipelines, file
-completion) into contract events. Every adapted event carries `source: "hadoop-log"`
+completion, the NameNode's startup safe mode) into contract events. Every adapted event carries `source: "hadoop-log"`
 and `logger` (the raw `%c{1}/%C{1}` of its line) so a reader can tell it from a
 mini-HDFS event and find the line it came from.
 
@@ -216,10 +216,14 @@ class LogMapper:
         self._last: LogLine | None = None
         self.cont_block: int | None = None     # the replica a continuation line describes
         self.pending_call: str | None = None   # NN: the RPC whose exception the next line names
+        self.pending_complete: dict[str, tuple] = {}   # NN: thread -> complete()'s path, holder, ts
         self.pending_start = False
         self.pending_nn_start = False          # NN: started, namespace not loaded yet
         self.ordered_transfers: set[tuple[int, int]] = set()   # DN: DNA_TRANSFER blocks
         self.formatting = False
+        self.safemode = False                  # NN: in startup safe mode (BlockManagerSafeMode)
+        self.safemode_leaving = False          # NN: `Safe mode is OFF` seen, its secs line next
+        self.pending_safemode: dict | None = None   # NN: enter / extension, its tip lines next
         # NN: events of a request line (fsync, startFile, appendFile) that the handler
         # logs *before* checking the lease: held per handler thread until that thread
         # logs something else (kept) or the call's exception (dropped), or HOLD_S pass
@@ -268,6 +272,8 @@ class LogMapper:
                 self.pending_call = None
             bare = False
         out: list[dict] = self._release(line) if self.held and not bare else []
+        if not bare and self.pending_safemode is not None:
+            out.insert(0, self._safemode_done())
         for rule in self.rules:
             if rule.bare != bare:
                 continue
@@ -305,9 +311,15 @@ class LogMapper:
                 out += self.held.pop(thread)[1]
         return self._released(out)
 
+    def _safemode_done(self) -> dict:
+        ev, self.pending_safemode = self.pending_safemode, None
+        return ev
+
     def release_older(self, now: float) -> list[dict]:
         """Held events older than HOLD_S at wall-clock `now` (a log gone quiet)."""
         out = []
+        if self.pending_safemode is not None and now - self.pending_safemode["ts"] > HOLD_S:
+            out.append(self._safemode_done())
         for thread, (ts, events) in list(self.held.items()):
             if now - ts > HOLD_S:
                 out += self.held.pop(thread)[1]
@@ -317,6 +329,8 @@ class LogMapper:
         """Events still held (the end of a log)."""
         out = [e for _, events in self.held.values() for e in events]
         self.held.clear()
+        if self.pending_safemode is not None:
+            out.insert(0, self._safemode_done())
         return self._released(out)
 
     def feed_all(self, lines: Iterable[str]) -> list[dict]:
@@ -362,6 +376,7 @@ def _nn_append_file(mp: LogMapper, m: re.Match, ln: LogLine):
 
 def _nn_complete(mp: LogMapper, m: re.Match, ln: LogLine):
     path, holder = m.group(1), m.group(2)
+    mp.pending_complete.pop(ln.thread, None)
     mp.path_holder.pop(path, None)
     return [_ev("nn.file.complete", path=path, holder=holder, ok=True),
             _ev("nn.file.close", path=path, len=None, reason="complete"),
@@ -523,10 +538,21 @@ def _nn_stored(mp: LogMapper, m: re.Match, ln: LogLine):
                 gs=int(m.group(3)), len=int(m.group(4)), state="FINALIZED")]
 
 
+def _nn_complete_request(mp: LogMapper, m: re.Match, ln: LogLine):
+    # completeFile's DEBUG line, before the call's answer on the same handler thread
+    mp.pending_complete[ln.thread] = (m.group(1), m.group(2), ln.ts)
+    return []
+
+
 def _nn_committed(mp: LogMapper, m: re.Match, ln: LogLine):
-    block, gs = int(m.group(1)), int(m.group(2))
-    return [_ev("nn.block.state", path=m.group(3), block=block, gs=gs, len=None,
-                state="COMMITTED")]
+    block, gs, path = int(m.group(1)), int(m.group(2)), m.group(3)
+    out = []
+    call = mp.pending_complete.pop(ln.thread, None)
+    if call is not None and call[0] == path and ln.ts - call[2] <= HOLD_S:
+        # checkFileProgress inside completeFile: complete() answers false ("not yet")
+        out.append(_ev("nn.file.complete", path=path, holder=call[1], ok=False))
+    return out + [_ev("nn.block.state", path=path, block=block, gs=gs, len=None,
+                      state="COMMITTED")]
 
 
 def _nn_register(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -586,6 +612,7 @@ def _startup_args(mp: LogMapper, m: re.Match, ln: LogLine):
         mp.formatting = True
         return []
     if mp.role == "namenode":
+        mp.safemode = mp.safemode_leaving = False      # a new NameNode process
         # nn.start waits for the namespace: Hadoop restores the open files' leases, their
         # renewal time "now", while it replays the edits, seconds after the JVM started
         mp.pending_nn_start = True
@@ -605,6 +632,76 @@ def _shutdown(mp: LogMapper, m: re.Match, ln: LogLine):
         mp.formatting = False
         return []
     return [_ev("nn.stop" if mp.role == "namenode" else "dn.stop")]
+
+
+# -- NameNode startup safe mode (BlockManagerSafeMode) -------------------------------------
+# reportStatus logs `STATE* Safe mode ON. ` / `STATE* Safe mode extension entered. ` and
+# then getSafeModeTip on the following lines; the event waits for those lines' counts.
+_SAFEMODE_NULLS = dict(safe_blocks=None, total_blocks=None, threshold_blocks=None,
+                       live_datanodes=None, min_datanodes=None)
+_TIP_NEED = re.compile(r"The reported blocks (\d+) needs additional (\d+) blocks to reach "
+                       r"the threshold [\d.]+ of total blocks (\d+)\.")
+_TIP_REACHED = re.compile(r"The reported blocks (\d+) has reached the threshold [\d.]+ of "
+                          r"total blocks (\d+)\.")
+_TIP_DN_NEED = re.compile(r"The number of live datanodes (\d+) needs an additional \d+ live "
+                          r"datanodes to reach the minimum number (\d+)\.")
+_TIP_DN_REACHED = re.compile(r"The number of live datanodes (\d+) has reached the minimum "
+                             r"number (\d+)\.")
+
+
+def _nn_safemode_on(mp: LogMapper, m: re.Match, ln: LogLine):
+    # checkSafeMode logs the same line again (every 20 s at most) while in safe mode:
+    # only the first one of a NameNode process enters it
+    if mp.safemode:
+        return []
+    mp.safemode = True
+    mp.pending_safemode = {"ts": round(ln.ts, 6), "event": "nn.safemode.enter",
+                           **_SAFEMODE_NULLS, "source": SOURCE, "logger": ln.logger}
+    return []
+
+
+def _nn_safemode_extension(mp: LogMapper, m: re.Match, ln: LogLine):
+    # the extension's length is in the NameNode's conf, not in the log (the tip's
+    # "in N seconds" is the time left, rounded down)
+    mp.safemode = True
+    mp.pending_safemode = {"ts": round(ln.ts, 6), "event": "nn.safemode.extension",
+                           "extension": None, **_SAFEMODE_NULLS, "source": SOURCE,
+                           "logger": ln.logger}
+    return []
+
+
+def _nn_safemode_tip(mp: LogMapper, m: re.Match, ln: LogLine):
+    ev = mp.pending_safemode
+    if ev is None:
+        return []
+    text = ln.msg
+    if (t := _TIP_NEED.search(text)):
+        ev.update(safe_blocks=int(t.group(1)), total_blocks=int(t.group(3)),
+                  threshold_blocks=int(t.group(1)) + int(t.group(2)))
+    elif (t := _TIP_REACHED.search(text)):
+        ev.update(safe_blocks=int(t.group(1)), total_blocks=int(t.group(2)))
+    if (t := _TIP_DN_NEED.search(text) or _TIP_DN_REACHED.search(text)):
+        ev.update(live_datanodes=int(t.group(1)), min_datanodes=int(t.group(2)))
+    elif "The minimum number of live datanodes is not required" in text:
+        ev.update(min_datanodes=0)
+    # the tip's last sentence
+    if "Safe mode will be turned off automatically" in text or "-safemode forceExit." in text:
+        return [{**mp._safemode_done(), "_keep": True}]
+    return []
+
+
+def _nn_safemode_off(mp: LogMapper, m: re.Match, ln: LogLine):
+    # logged only when safe mode was on; `Leaving safe mode after N secs` follows (that
+    # one also when activate found the thresholds met and never entered)
+    mp.safemode_leaving = mp.safemode
+    return []
+
+
+def _nn_safemode_left(mp: LogMapper, m: re.Match, ln: LogLine):
+    if not mp.safemode_leaving:
+        return []
+    mp.safemode = mp.safemode_leaving = False
+    return [_ev("nn.safemode.leave", waited=int(m.group(1)), **_SAFEMODE_NULLS)]
 
 
 # -- DataNode ----------------------------------------------------------------------------
@@ -965,6 +1062,8 @@ TABLE_3_4: list[Rule] = [
     _r("append_file", "namenode",
        r"^DIR\* NameSystem\.appendFile: src=(/\S*?), holder=([^,]+),", _nn_append_file),
     _r("complete", "namenode", r"^DIR\* completeFile: (/\S*) is closed by (\S+)", _nn_complete),
+    _r("complete_request", "namenode", r"^DIR\* NameSystem\.completeFile: (/\S*) for (\S+)",
+       _nn_complete_request),
     _r("truncate", "namenode", r"^DIR\* NameSystem\.truncate: src=(/\S*) newLength=(\d+)",
        _nn_truncate),
     # the audit log (INFO): namespace changes the write path does not log elsewhere
@@ -1020,6 +1119,17 @@ TABLE_3_4: list[Rule] = [
     _r("rpc_reject", "namenode",
        r"call Call#\d+ Retry#\d+ \S*?\.(\w+) from .*?: (?:[\w.]+\.)?(\w+(?:Exception|Error)): (.*)$",
        _nn_reject),
+    # startup safe mode (BlockManagerSafeMode; the tip lines continue the first two)
+    _r("safemode_on", "namenode", r"^STATE\* Safe mode ON\.\s*$", _nn_safemode_on),
+    _r("safemode_extension", "namenode", r"^STATE\* Safe mode extension entered\.\s*$",
+       _nn_safemode_extension),
+    _r("safemode_tip", "namenode",
+       r"^(?:The reported blocks|The number of live datanodes|The minimum number of live "
+       r"datanodes|Safe mode will be turned off|Name node detected blocks)", _nn_safemode_tip,
+       bare=True),
+    _r("safemode_off", "namenode", r"^STATE\* Safe mode is OFF$", _nn_safemode_off),
+    _r("safemode_left", "namenode", r"^STATE\* Leaving safe mode after (\d+) secs",
+       _nn_safemode_left),
     # NameNode and DataNode: the start-up / shut-down banners (continuation lines)
     _r("startup_nn", "namenode", r"^STARTUP_MSG: Starting NameNode", _startup, bare=True),
     _r("startup_args_nn", "namenode", r"^STARTUP_MSG:\s+args = \[(.*)\]", _startup_args,
