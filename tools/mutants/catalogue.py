@@ -490,6 +490,47 @@ MUTANTS: tuple[Mutant, ...] = (
         # the corrupt replica stays a location (D3) and is never replaced, so w3
         # (started by that re-replication) never runs: timeout
         scenarios=("corrupt-replica-read",), checks=("D3",)),
+    # Hadoop 3.x rules of lease and block recovery (MINIHDFS.md 2 and 3)
+    Mutant(
+        name="recovery-attempts-not-pending",
+        rule="one block recovery at a time: a new attempt only once the pending one timed "
+             "out (30 x heartbeat)",
+        seed="MINIHDFS.md 3; 3.x BlockManager.addBlockRecoveryAttempt, PendingRecoveryBlocks",
+        file="minihdfs/namenode.py",
+        original="if timeout_at is not None and now <= timeout_at:",
+        replacement="if False and timeout_at is not None and now <= timeout_at:",
+        scenarios=("recover-lease-one-recovery-at-a-time",)),
+    Mutant(
+        name="committed-no-fall-through",
+        rule="internalReleaseLease: a COMMITTED last block without min replicas, its "
+             "penultimate fine, goes to block recovery",
+        seed="MINIHDFS.md 2 LeaseManager; 3.x FSNamesystem.internalReleaseLease",
+        file="minihdfs/namenode.py",
+        original="            if not pen_ok:\n                raise AlreadyBeingCreatedException(",
+        replacement="            if True:\n                raise AlreadyBeingCreatedException(",
+        scenarios=("hard-limit-committed-last-block",)),
+    Mutant(
+        name="recovered-block-left-committed",
+        rule="commitBlockSynchronization with close makes the recovered last block COMPLETE",
+        seed="MINIHDFS.md 3 step 6; 3.x BlockManager.commitOrCompleteLastBlock",
+        file="minihdfs/namenode.py",
+        original='# forcibly"), so the file closes with a COMPLETE last block\n'
+                 '                    self._set_state(info, COMPLETE)',
+        replacement='# forcibly"), so the file closes with a COMPLETE last block\n'
+                    '                    pass   # mutant: left COMMITTED until reports arrive',
+        # Survives the library: the recovery's live targets were just stored as FINALIZED
+        # locations, so the block completes anyway; the forced completion matters only
+        # with fewer live targets than dfs.namenode.replication.min, which no scenario has
+        scenarios=("append-right-after-block-recovery",)),
+    Mutant(
+        name="lease-monitor-ignores-safe-mode",
+        rule="the lease monitor releases no lease while the NameNode is in startup safe "
+             "mode (its block map is still empty)",
+        seed="MINIHDFS.md 2; 3.x LeaseManager.Monitor, BlockManagerSafeMode",
+        file="minihdfs/namenode.py",
+        original="continue   # LeaseManager.Monitor: no lease released in safe mode",
+        replacement="pass   # mutant: the monitor runs in safe mode",
+        scenarios=("nn-restart-slow-block-reports",)),
 )
 
 BY_NAME: dict[str, Mutant] = {m.name: m for m in MUTANTS}
