@@ -17,26 +17,15 @@ from minihdfs.config import Config, ConfigError
 from minihdfs.namenode import UNDER_CONSTRUCTION, NameNode, safemode_threshold
 from minihdfs.rpc import SafeModeException
 
-from .test_minihdfs_namenode import RecordingLog, write_block
+from .test_minihdfs_namenode import (RecordingLog, namenodes, new_namenode,  # noqa: F401
+                                    write_block)
 
 DNS = {"dn1": "/r1", "dn2": "/r1", "dn3": "/r2"}
 MiB = 1 << 20
 
 
 def start(storage, config: dict | None = None, datanodes=DNS) -> NameNode:
-    nn = NameNode("nn", Config(config or {}), str(storage), RecordingLog(), seed=7)
-    nn.start()
-    for dn, rack in datanodes.items():
-        nn.rpc_registerDatanode(dn, rack)
-    return nn
-
-
-@pytest.fixture
-def namenodes():
-    started: list[NameNode] = []
-    yield started
-    for nn in started:
-        nn._stopped.set()
+    return new_namenode(storage, config, datanodes)
 
 
 def restarted(tmp_path, namenodes, config: dict | None = None, datanodes=DNS,
