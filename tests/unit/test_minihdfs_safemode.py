@@ -17,7 +17,7 @@ from minihdfs.config import Config, ConfigError
 from minihdfs.namenode import UNDER_CONSTRUCTION, NameNode, safemode_threshold
 from minihdfs.rpc import SafeModeException
 
-from .test_minihdfs_namenode import (RecordingLog, namenodes, new_namenode,  # noqa: F401
+from .test_minihdfs_namenode import (namenodes, new_namenode,  # noqa: F401
                                     write_block)
 
 DNS = {"dn1": "/r1", "dn2": "/r1", "dn3": "/r2"}
