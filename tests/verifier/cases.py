@@ -918,6 +918,16 @@ def _(rid):
     return r.edit("dn.recovery.sync", {}, answers=[], pipeline=[], rule="min_rbw", len=0)
 
 
+@case("B4-superseded-recovery-found-nothing", ("B4", "skip"))
+def _(rid):
+    """An older recovery's primary found no replica left to sync (the newer recovery had
+    taken them): its "remove" is refused by the NameNode, the newer one committed."""
+    r = lease_recovery(rid)
+    r.ev(5.5, "dn2", "dn.recovery.sync", block=1001, recovery_id=1001, rule="remove", len=0,
+         answers=[], pipeline=[], new_len=None, ignored=[])
+    return r
+
+
 @case("B4-removed", ("B4", "pass"))
 def _(rid):
     return empty_block(rid, removed=True)

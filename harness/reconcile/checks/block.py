@@ -262,6 +262,12 @@ def check_b4(runs: RunSet) -> Outcome:
     # addBlock and its first packet) is the same case: nothing to keep
     s = _syncs(runs).filter(F.col("new_len").isNull() & F.col("answers").isNotNull()
                             & (F.col("exp_rule") == "remove"))
+    # a recovery superseded by a newer one that committed removes nothing: the NameNode
+    # refuses its commit (recovery id mismatch), whatever its primary found
+    newer = runs.of("nn.recovery.commit").select(
+        F.col("run_id").alias("_r"), F.col("block").alias("_b"), F.col("recovery_id").alias("_rid"))
+    s = s.join(newer, (s["run_id"] == newer["_r"]) & (s["block"] == newer["_b"])
+               & (newer["_rid"] > s["recovery_id"]), "left_anti")
     commits = (runs.of("nn.recovery.commit")
                .filter((F.col("len") > 0) & ~F.coalesce(F.col("delete"), F.lit(False)))
                .select("run_id", "block", "recovery_id", F.lit(True).alias("committed")).distinct())
