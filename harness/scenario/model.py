@@ -728,6 +728,47 @@ class Expect:
         return CHECK_IDS if self.checks == "all" else tuple(self.checks)
 
 
+# -- known bugs ------------------------------------------------------------------------------
+
+RELEASE_PATTERN = r"^[0-9]+\.[0-9]+\.[0-9]+$"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class KnownBug:
+    """A scenario that reproduces a known HDFS bug (`hdfs-chaos known-bugs`): its run fails
+    on the releases that have the bug, for the reason the JIRA gives, and passes on the
+    releases that fixed it."""
+
+    jira: str = spec(Str(r"^HDFS-[0-9]+$", "a JIRA key such as HDFS-16146"), "the JIRA",
+                     required="a known bug names its JIRA")
+    bug: str = spec(Text(), "one line: what the bug is", required="say what the bug is")
+    affects: tuple[str, ...] = spec(ListOf(Str(RELEASE_PATTERN, "a release such as 3.3.6"),
+                                           min_items=1),
+                                    "runnable releases that have the bug: the run fails there",
+                                    required="name a release that has the bug")
+    fixed: tuple[str, ...] = spec(ListOf(Str(RELEASE_PATTERN, "a release such as 3.4.2")),
+                                  "runnable releases that do not have it: the run passes "
+                                  "there (empty: still open in every release we run)",
+                                  default=())
+    fixed_in: str = spec(Text(), "where the fix landed, e.g. '3.4.0 (PR 3247)', or 'open'",
+                         default="")
+    symptom: tuple[str, ...] = spec(
+        ListOf(Str(r"^\S.*$", "a check id or the start of an expectation"), min_items=1),
+        "what shows the bug on an affected release: check ids (P1) or the start of an "
+        "expectation as verdict.json words it ('/data/f1 closed', 'workload w2'); at least "
+        "one of them must fail there", required="say which check or expectation shows it")
+
+    @classmethod
+    def check(cls, ctx, node, path, values, given):
+        both = set(values.get("affects") or ()) & set(values.get("fixed") or ())
+        if both:
+            ctx.error_at(child(path, "fixed"), f"{sorted(both)} both affected and fixed")
+        return values
+
+    def __hash__(self) -> int:
+        return hash((self.jira, self.affects, self.fixed))
+
+
 # -- the scenario ----------------------------------------------------------------------------
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -753,6 +794,8 @@ class Scenario:
                                     "leaving one out needs systems_reason", default=SYSTEMS)
     systems_reason: str = spec(Text(), "why the scenario cannot run on the systems it leaves "
                                "out, e.g. a setting the release hard-codes", default="")
+    known_bug: KnownBug | None = spec(Struct(KnownBug), "the known HDFS bug this scenario "
+                                      "reproduces (hdfs-chaos known-bugs)", default=None)
     source: str | None = dataclasses.field(default=None, compare=False)
     source_text: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
