@@ -242,10 +242,8 @@ class Run:
 
     def _inject_at_start(self, limit: float = 10.0) -> None:
         """Injects the faults due at 0s before any client starts. A client started first
-        races them: CI saw a 1 MiB write finish 40 ms after it began, before the last
-        toxic of a 1 MiB/s bandwidth cap `at: 0s` was added, and the kill that was to
-        land mid-write landed on a closed file. A fault on a client process (kill, pause,
-        crash_client) waits for its client, as before."""
+        races them: a short write can finish before a toxic `at: 0s` is in place. A fault
+        on a client process (kill, pause, crash_client) waits for its client."""
         clients = self.scenario.client_ids
         keys = {("inject", f.id) for f in self.scenario.faults
                 if f.at == AtTime(0.0) and getattr(f, "target", None) not in clients}

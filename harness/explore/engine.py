@@ -84,8 +84,7 @@ def claim_port_slot(slots: int | None = None, directory: str | None = None) -> i
 
 def worker_pool(workers: int, package_root: str | None = None) -> cf.ProcessPoolExecutor:
     """Worker processes for runs, each picking its clusters' ports from its own slice of
-    minihdfs.cluster.PORT_RANGE: two workers drawing from one range collided (a DataNode
-    of one run found its port taken by a node of the other: 2 of 115 runs). The slice is
+    minihdfs.cluster.PORT_RANGE, so that two workers never pick the same port. The slice is
     a slot claimed on the machine (claim_port_slot), so concurrent explorers differ too.
     `package_root`: where the workers' cluster processes import the mini-HDFS from (a
     mutant's copy, tools/mutants/apply.py); a module global, so each spawned worker

@@ -28,10 +28,8 @@ How, all of it Spark's own engine (no code of ours in the JVM):
    (`event_stats`, `folded`, `log_stats`); `bulk` (the dense lines one by one) is read
    and parsed again only if asked for.
 
-Cost (benchmarks/bench_verifier.py, 10 million events, 2 cores): the load takes some
-75 CPU-s, of which Spark's JSON reader is about half (3.5 CPU-us a line with the narrow
-schema); the whole verification some 150 CPU-s. Counting a line's colons with
-translate() instead of replace() cost 58 CPU-s more: keep per-line expressions byte-wise.
+Per-line expressions stay byte-wise (replace(), not translate()): they run on every line
+of every log (benchmarks/bench_verifier.py measures the load).
 
 Event ids: `eid` = log number << 32 | seq, where the log number is the place of the
 log file among all the RunSet's logs sorted by (run_id, log file name). Any tool can
