@@ -21,6 +21,7 @@ import sys
 import tempfile
 
 from .session import cds_archive
+from .sparkjvm import jvm_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GENERATOR = os.path.join(ROOT, "benchmarks", "gen_events.py")
@@ -39,7 +40,7 @@ def _train(dump: str) -> None:
         spark = get_spark(log_path=os.path.join(tmp, "spark.log"), input_bytes=0,
                           dump_cds=dump)
         verify_runs(runs)
-        jvm = spark.sparkContext._gateway.proc
+        jvm = jvm_process(spark)
         stop_spark()
         # the JVM exits when its stdin closes (PySpark's gateway watches it) and writes
         # the archive as it exits: wait for that here, so the parent finds it complete

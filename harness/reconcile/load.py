@@ -59,6 +59,7 @@ from minihdfs.config import Config, ConfigError
 from .schema import (BULK_EVENTS, CORRUPT, ENVELOPE, EVENT_SCHEMA, FIELDS,
                      FINAL_STATE_SCHEMA, KNOWN_FIELDS, NARROW_SCHEMA)
 from .session import get_spark, is_local
+from .sparkjvm import cached_leaf, release
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +231,7 @@ class RunSet:
             return self._keep(df)
         df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         self._cached.append(df)
-        return _cached_leaf(df)
+        return cached_leaf(df)
 
     def memo(self, key: str, build: Callable[[], DataFrame]) -> DataFrame:
         """A derived DataFrame shared by several checks, computed once and kept. Checks
@@ -252,11 +253,7 @@ class RunSet:
         wait([self._rare_built])
         for df in self._cached:
             try:
-                plan = df._jdf.queryExecution().logical()
-                if plan.getClass().getSimpleName() == "LogicalRDD":   # a local checkpoint
-                    plan.rdd().unpersist(False)
-                else:
-                    df.unpersist()
+                release(df)
             except Exception:
                 pass
         self._cached.clear()
@@ -445,21 +442,6 @@ LOG_STATS_SCHEMA = T.StructType([
     T.StructField("max_seq", T.LongType()), T.StructField("seq_ok", T.BooleanType()),
     T.StructField("no_seq", T.LongType()), T.StructField("seq_missing", T.StringType()),
     T.StructField("seq_repeated", T.StringType())])
-
-
-def _cached_leaf(df: DataFrame) -> DataFrame:
-    """A persisted `df` as a DataFrame whose plan is the cache alone (an InMemoryRelation
-    leaf), not the lineage that computes it. Spark analyses a DataFrame's whole logical
-    plan again at every call that extends it, and replaces cached fragments only when it
-    plans the query; the loader's lineage (read, narrow parse, fold, explode, from_json
-    with the event schema) is some tens of operators and hundreds of expressions, and the
-    checks read the rare events a few hundred times per verification. With the leaf, a
-    check's plan holds only what the check itself adds. Same data, same cache: scans
-    still prune the cache's column batches by event."""
-    spark = df.sparkSession
-    plan = df._jdf.queryExecution().withCachedData()
-    return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(
-        spark._jsparkSession, plan), spark)
 
 
 def _seqs(text: DataFrame) -> DataFrame:

@@ -14,6 +14,8 @@ import os
 import sys
 import threading
 
+from .sparkjvm import detach_accumulator_server, launch_jvm_logging_to
+
 DEFAULT_MASTER = "local[2]"
 _lock = threading.Lock()
 _spark = None
@@ -40,9 +42,7 @@ def _java_options(input_bytes: int | None, dump_cds: str | None = None) -> str:
 
     - The throughput collector, not G1: the verifier is a batch job that allocates a row
       object or string for nearly every field it parses, and G1's write barriers and
-      concurrent marking cost more than the pauses they avoid. At 10 million events
-      (benchmarks/bench_verifier.py) the load went from 107 to 95 s and the whole
-      verification from 225.6 to 210.9 s.
+      concurrent marking cost more than the pauses they avoid.
     - For small inputs, the client compiler only (`-XX:TieredStopAtLevel=1`), in one
       thread: verifying one run is a few seconds of mostly cold code (the planner of some
       25 checks), where C2's compilations cost CPU that never pays back; at 10 million
@@ -54,8 +54,8 @@ def _java_options(input_bytes: int | None, dump_cds: str | None = None) -> str:
     options (spark.driver.extraJavaOptions)."""
     opts = ["-XX:+UseParallelGC"]
     if input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES:
-        # one compiler thread: with C1 alone the second one bought compiled code sooner
-        # at the price of the other core (one run: 0.4-0.6 s less over four pairs)
+        # one compiler thread: a second one buys compiled code sooner at the price of
+        # the other core
         opts += ["-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1"]
     if dump_cds:
         opts.append(f"-XX:ArchiveClassesAtExit={dump_cds}")
@@ -89,8 +89,8 @@ def _builder(master: str, input_bytes: int | None = None, dump_cds: str | None =
          .config("spark.sql.autoBroadcastJoinThreshold", str(32 << 20))
          # PySpark 4 records the Python call site of every DataFrame and Column call for
          # its error messages: some five Py4J round trips more per call. The checks build
-         # their queries with some 15,000 calls, so this halves the time to build them
-         # (10k events: 24 -> 12 s). HDFS_CHAOS_SPARK_CONF can turn it back on to debug.
+         # their queries with some 15,000 calls, so this halves the time to build them.
+         # HDFS_CHAOS_SPARK_CONF can turn it back on to debug.
          .config("spark.python.sql.dataFrameDebugging.enabled", "false")
          # lower() and upper() through the JVM's case mapping, not ICU's: the first ICU
          # case mapping initialises ICU's tables, about half a second of a one-run verify
@@ -99,13 +99,10 @@ def _builder(master: str, input_bytes: int | None = None, dump_cds: str | None =
          .config("spark.python.worker.reuse", "true")
          # Every hash aggregate, sort and broadcast hash join takes memory in pages, and
          # Spark sizes a page from the heap: 64 MB for a few GB on 2 cores. The checks run
-         # hundreds of tiny aggregates, sorts and broadcasts, and each took a 64 MB page
-         # (a long[] that the JVM zeroes); a broadcast keeps its page until the driver
-         # collects garbage. At 10k events the live heap grew to 1-3 GB in the checks,
-         # with a full GC every few seconds; with 2 MB pages, 0.2-0.3 GB. At 10 million
-         # events (benchmarks/bench_verifier.py) the GC took 7-8 CPU-s instead of 24-31,
-         # and the checks 39.5-55.2 s against 52.0-70.6 s over three runs each (this VM's
-         # speed varies). A large aggregate just takes more pages.
+         # hundreds of tiny aggregates, sorts and broadcasts, and each would take a 64 MB
+         # page (a long[] that the JVM zeroes); a broadcast keeps its page until the
+         # driver collects garbage, so the heap fills with pages and the GC runs full.
+         # A large aggregate just takes more pages.
          # HDFS_CHAOS_SPARK_CONF can set another size.
          .config("spark.buffer.pageSize", "2m")
          .config("spark.pyspark.python", sys.executable)
@@ -158,7 +155,7 @@ def get_spark(master: str | None = None, log_path: str | None = None,
         try:
             builder = _builder(wanted, input_bytes, dump_cds)
             if log_path:
-                _launch_jvm_logging_to(builder, log_path)
+                launch_jvm_logging_to(builder, log_path)
             spark = builder.getOrCreate()
         except Exception as exc:  # no Java, bad master URL: one clear line
             raise SparkStartError(
@@ -190,9 +187,8 @@ def session_conf(spark, settings: dict[str, str]):
 # The checks run a few hundred small queries over small tables (the protocol events; the
 # bulk writes and acks are read through summaries). For them Spark's code generation
 # costs more than it saves: a JFR profile put 15% of the sampled Java time in code
-# generation and class loading, with the JIT compiler thread busy besides. Interpreted
-# expressions cut the checks' CPU by a fifth to a quarter at 1M events
-# (benchmarks/bench_verifier.py). In local mode they also shuffle into one partition (see
+# generation and class loading, with the JIT compiler thread busy besides, so the checks
+# run with interpreted expressions (benchmarks/bench_verifier.py). In local mode they also shuffle into one partition (see
 # `is_local` and load.RunSet): every table they read is one partition then, and a table
 # in one partition already meets any grouping or join requirement, so most exchanges
 # (each a stage of its own, scheduled at some 100 ms) drop out of the plans. The checks
@@ -210,11 +206,9 @@ def is_local(spark) -> bool:
 
 
 def small_queries(spark) -> dict[str, str]:
-    """SMALL_QUERIES for `spark`: one shuffle partition in local mode (the 21 checks'
-    plans went from 130 exchanges to 75; at 10 million events the checks took 66 s
-    instead of 74, and the whole verification 197.6 s instead of 210.9; at 10k events
-    38 s instead of 42), the two of SMALL_QUERIES on a cluster, whose cores would
-    otherwise idle."""
+    """SMALL_QUERIES for `spark`: one shuffle partition in local mode (a table in one
+    partition needs no exchange, which removes about half of the checks' exchanges), the
+    two of SMALL_QUERIES on a cluster, whose cores would otherwise idle."""
     return {**SMALL_QUERIES, "spark.sql.shuffle.partitions": "1"} if is_local(spark) \
         else dict(SMALL_QUERIES)
 
@@ -228,10 +222,8 @@ def stop_spark() -> None:
             # half second, and SparkContext.stop waits for it: half a second at the end
             # of every verify, after its verdict. It is shut down beside the stop instead
             # (a daemon thread: at exit the process closes its socket).
-            sc = getattr(_spark, "_sc", None)
-            server = getattr(sc, "_accumulatorServer", None)
+            server = detach_accumulator_server(_spark)
             if server is not None:
-                sc._accumulatorServer = None
                 threading.Thread(target=server.shutdown, name="accumulator-server-stop",
                                  daemon=True).start()
             try:
@@ -254,32 +246,6 @@ def spark_log_path(run_dirs: list[str]) -> str:
     if len(run_dirs) == 1:
         return os.path.join(first, "logs", SPARK_LOG)
     return os.path.join(os.path.dirname(first), SPARK_LOG)
-
-
-def _launch_jvm_logging_to(builder, path: str) -> None:
-    """Start Spark's JVM (the Py4J gateway) with its stdout and stderr appended to `path`.
-
-    PySpark starts the JVM with the terminal as its output, where spark-submit, log4j and
-    Spark print start-up warnings (incubator modules, hostname, native Hadoop, log
-    profile) that a user of the CLI has no use for. PySpark's own launch_gateway takes
-    Popen arguments; a gateway handed to SparkContext._ensure_initialized first is the one
-    the builder's SparkContext then uses. The launch needs the builder's settings now, as
-    spark-submit arguments (driver memory and Java options apply only at launch), exactly
-    as the SparkContext would have passed them. A JVM already running (a session stopped
-    and made again) keeps writing where it wrote before.
-    """
-    from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
-
-    if SparkContext._gateway is not None:
-        return
-    conf = SparkConf()
-    for key, value in builder._options.items():
-        conf.set(key, value)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "ab") as out:   # the JVM holds its own copy of the descriptor
-        gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
-    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def _last_line(path: str | None) -> str:
