@@ -105,3 +105,78 @@ def test_cli_invalid_scenario_exits_2(tmp_path, capsys):
     (tmp_path / "bad.yaml").write_text("name: bad\nknown_bug: {jira: HDFS-1}\n")
     assert cli.main(["known-bugs", "--dir", str(tmp_path), "--out", str(tmp_path)]) == 2
     assert "bad.yaml" in capsys.readouterr().err
+
+
+class FakeRuns:
+    """harness.runner's run_scenario and verify_outcomes without clusters or Spark: a run
+    "fails" with the length expectation where `fail_on` says, and is interrupted at the
+    run numbered `interrupt_at`."""
+
+    def __init__(self, fail_on, interrupt_at=None):
+        self.fail_on, self.interrupt_at = fail_on, interrupt_at
+        self.calls = []
+
+    def run_scenario(self, scenario, backend, results_dir, seed, keep, progress, verify,
+                     system, hadoop_version):
+        import types
+        self.calls.append((scenario.known_bug.jira, system, hadoop_version, results_dir))
+        release = hadoop_version or "minihdfs"
+        status = "interrupted" if len(self.calls) == self.interrupt_at else "completed"
+        return types.SimpleNamespace(status=status, scenario=scenario.name,
+                                     run_dir=f"{results_dir}/run{len(self.calls)}",
+                                     fails=(scenario.known_bug.jira, release) in self.fail_on)
+
+    def verify_outcomes(self, outcomes, progress=None):
+        return [{"scenario": o.scenario, "run_dir": o.run_dir, "passed": not o.fails,
+                 "checks": [], "expect": [{"what": "/data/f1 len == 1 (got 2)", "status": "fail"}]
+                 if o.fails else []} for o in outcomes]
+
+
+@pytest.fixture
+def fake_runs(monkeypatch):
+    import harness.runner
+    monkeypatch.setattr(kbr, "check_runnable", lambda tasks: None)
+
+    def install(fake):
+        monkeypatch.setattr(harness.runner, "run_scenario", fake.run_scenario)
+        monkeypatch.setattr(harness.runner, "verify_outcomes", fake.verify_outcomes)
+        return fake
+    return install
+
+
+def test_run_known_bugs_groups_the_runs_into_cells(fake_runs, tmp_path, capsys):
+    fake = fake_runs(FakeRuns({("HDFS-99999", "3.3.6")}))
+    said = []
+    code = kbr.run_known_bugs(str(CORPUS), str(tmp_path), None, ["HDFS-99999"], repeat=2,
+                              progress=said.append)
+    assert code == 0
+    assert [(j, s, v, Path(d).name) for j, s, v, d in fake.calls] == [
+        ("HDFS-99999", "hadoop", "3.3.6", "hadoop-3.3.6"),
+        ("HDFS-99999", "hadoop", "3.3.6", "hadoop-3.3.6"),
+        ("HDFS-99999", "hadoop", "3.4.2", "hadoop-3.4.2"),
+        ("HDFS-99999", "hadoop", "3.4.2", "hadoop-3.4.2"),
+        ("HDFS-99999", "minihdfs", None, "minihdfs")]
+    assert said[:2] == ["[1/5] HDFS-99999 on hadoop 3.3.6, run 1 of 2",
+                        "[2/5] HDFS-99999 on hadoop 3.3.6, run 2 of 2"]
+    assert "[5/5] HDFS-99999 on minihdfs, run 1 of 1" in said
+    out = capsys.readouterr().out
+    assert "known bugs: 1 JIRA, 3 of 3 cells as declared" in out
+    assert (tmp_path / "known-bugs.html").is_file() and (tmp_path / "known-bugs.parquet").is_file()
+
+
+def test_run_known_bugs_exits_1_when_a_cell_is_not_as_declared(fake_runs, tmp_path, capsys):
+    fake_runs(FakeRuns({("HDFS-99999", "3.3.6"), ("HDFS-99999", "minihdfs")}))
+    assert kbr.run_known_bugs(str(CORPUS), str(tmp_path), ["3.3.6"], ["HDFS-99999"]) == 1
+    out = capsys.readouterr().out
+    assert "NO: 1 of 1 runs failed on the mini-HDFS" in out
+    assert "3.4.2" not in out.split("JIRA ")[-1]          # --versions left 3.4.2 out
+
+
+def test_an_interrupted_plan_still_writes_the_matrix(fake_runs, tmp_path, capsys):
+    fake_runs(FakeRuns({("HDFS-99999", "3.3.6")}, interrupt_at=2))
+    with pytest.raises(KeyboardInterrupt):
+        kbr.run_known_bugs(str(CORPUS), str(tmp_path), None, ["HDFS-99999"], repeat=2)
+    out = capsys.readouterr().out
+    assert "interrupted after 2 of 2 runs" not in out
+    assert "not run: interrupted after 0 of 2 runs" in out       # 3.4.2 never ran
+    assert (tmp_path / "known-bugs.parquet").is_file()
