@@ -148,7 +148,7 @@ def check_runnable(tasks: Sequence[Task], fetched: Callable[[str], bool] | None 
         raise KnownBugsError(" | ".join(problems))
 
 
-def run_known_bugs(folder: str, out: str = "results/known-bugs", versions: Sequence[str] | None = None,
+def run_known_bugs(folder: str, out: str = "results", versions: Sequence[str] | None = None,
                    only: Sequence[str] = (), repeat: int = 1, seed: int | None = None,
                    keep: bool = False, progress=None) -> int:
     """Run the plan, verify every run in one Spark batch, print the result lines and the

@@ -143,8 +143,8 @@ def symptoms_in(found: Iterable[Failure], symptom: Sequence[str]) -> list[str]:
     found = list(found)
     out = []
     for s in symptom:
-        if any((f.kind == "check" and f.key == s and not f.broken) or (f.kind == "expect" and f.key.startswith(s))
-               for f in found):
+        if any((f.kind == "check" and f.key == s and not f.broken)
+               or (f.kind == "expect" and f.key.startswith(s)) for f in found):
             out.append(s)
     return out
 

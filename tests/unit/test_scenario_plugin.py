@@ -202,7 +202,8 @@ def test_known_bug_scenarios_run_on_the_minihdfs(pytester, runner):
     runner.verdicts["kb-fails"] = {"passed": False, "checks": [
         {"id": "D2", "status": "fail", "evidence": ["row 1"]}]}
     result = pytester.runpytest(*_plugin_args(), "--collect-only", "-q", "-m", "known_bug")
-    result.stdout.fnmatch_lines(["known-bugs/HDFS-1.yaml::kb", "known-bugs/HDFS-2.yaml::kb-hadoop-only",
+    result.stdout.fnmatch_lines(["known-bugs/HDFS-1.yaml::kb",
+                                 "known-bugs/HDFS-2.yaml::kb-hadoop-only",
                                  "known-bugs/HDFS-3.yaml::kb-fails"])
     result = pytester.runpytest(*_plugin_args(), "-rs")
     result.assert_outcomes(passed=1, failed=1, skipped=1)
