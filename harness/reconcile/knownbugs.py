@@ -38,9 +38,12 @@ class Failure:
     evidence: str = ""
     broken: bool = False              # a check that broke (status error) judged nothing
 
-    def text(self) -> str:
+    def text(self, symptom: bool = False) -> str:
+        """'check D2: <evidence>', 'unmet: <what>: <evidence>'; a failure that shows the
+        JIRA's symptom says so ('check D2 [symptom]: ...')."""
         label = {"check": f"check {self.key}" + (" broke" if self.broken else ""),
                  "expect": f"unmet: {self.key}"}.get(self.kind, self.key)
+        label += " [symptom]" if symptom else ""
         return f"{label}: {self.evidence}" if self.evidence else label
 
 
@@ -168,10 +171,13 @@ def cell(bug: Any, release: str, verdicts: Sequence[dict], not_run: str | None =
         for s in matched:
             if s not in c.symptoms_seen:
                 c.symptoms_seen.append(s)
-        for f in found:
-            if f.text() not in seen:
-                seen.add(f.text())
-                c.failures.append(f.text())
+        # the failures that show the symptom first: they are what the cell is about
+        flagged = [(f, bool(symptoms_in([f], matched))) for f in found]
+        for f, is_symptom in [x for x in flagged if x[1]] + [x for x in flagged if not x[1]]:
+            text = f.text(is_symptom)
+            if text not in seen:
+                seen.add(text)
+                c.failures.append(text)
     c.why = _why(c)
     c.as_declared = not c.why
     return c

@@ -40,9 +40,9 @@ def test_affected_release_failing_with_the_symptom_is_as_declared():
     assert c.as_declared and c.why == ""
     assert c.got == "2 of 2 failed, 2 with the symptom"
     assert c.symptoms_seen == ["D2", "/data/f1 closed"]
-    # the failing check and expectation, each with its evidence
-    assert "check D2: D2 saw it" in c.failures
-    assert "unmet: /data/f1 closed: final open" in c.failures
+    # the failing check and expectation, each with its evidence, marked as the symptom
+    assert c.failures == ["check D2 [symptom]: D2 saw it",
+                          "unmet: /data/f1 closed [symptom]: final open"]
 
 
 def test_affected_release_failing_for_another_reason_is_not_as_declared():
@@ -52,6 +52,14 @@ def test_affected_release_failing_for_another_reason_is_not_as_declared():
     assert "1 of 2 runs failed, but not for the JIRA's reason" in c.why
     assert "D2, /data/f1 closed not among their failures" in c.why
     assert "check B3: B3 saw it" in c.failures
+
+
+def test_the_failures_that_show_the_symptom_come_first():
+    c = kb.cell(BUG, "3.3.6", [failed(checks=["I1x", "D2"])])
+    assert c.failures == ["check D2 [symptom]: D2 saw it", "check I1x: I1x saw it"]
+    # on a fixed release nothing is a symptom: the failures keep their order
+    c = kb.cell(BUG, "3.4.2", [failed(checks=["I1x", "D2"])])
+    assert c.failures == ["check I1x: I1x saw it", "check D2: D2 saw it"]
 
 
 def test_symptom_is_a_failed_check_id_or_the_start_of_an_unmet_expectation():
@@ -153,7 +161,7 @@ def test_format_matrix_shows_each_cell_its_failures_and_a_count():
     lines = text.splitlines()
     assert lines[0].split() == ["JIRA", "release", "expected", "got", "as", "declared"]
     assert lines[1].split()[:3] == ["HDFS-16146", "3.3.6", "fail"] and lines[1].endswith("yes")
-    assert "check D2: D2 saw it" in lines[2]
+    assert "check D2 [symptom]: D2 saw it" in lines[2]
     assert "NO: 1 of 1 runs failed on a fixed release" in lines[3]
     assert "check B3: B3 saw it" in lines[4]
     assert lines[-1] == "known bugs: 1 JIRA, 2 of 3 cells as declared"
@@ -183,6 +191,6 @@ def test_write_matrix_writes_html_and_parquet(tmp_path):
     assert list(t.as_declared) == [True, False, False]
     row = t.iloc[0]
     assert row["expected"] == "fail" and row["runs"] == 1 and row["symptom_matched"] == 1
-    assert list(row["failures"]) == ["check D2: D2 saw it"]
+    assert list(row["failures"]) == ["check D2 [symptom]: D2 saw it"]
     assert list(row["symptoms_seen"]) == ["D2"]
     assert t.iloc[2]["why"] == "1 of 1 runs passed: the bug did not show"
