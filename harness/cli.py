@@ -12,6 +12,8 @@
     hdfs-chaos image build|ls|rm    the cluster images
     hdfs-chaos cleanup              remove what crashed runs left behind
     hdfs-chaos explore BASE.yaml    explore fault schedules of a base scenario
+    hdfs-chaos known-bugs           the known-bug scenarios on the releases they name:
+                                    the matrix (exit 0 every cell as declared)
 
 A SCENARIO is a file, a folder of them, or a name that `list` shows. Every command's
 output folder is --out DIR.
@@ -265,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("cleanup", help="remove containers, networks and processes left by crashed runs")
     p.set_defaults(command=cmd_cleanup)
     _add_explore(command)
+    _add_known_bugs(command)
     return parser
 
 
@@ -326,6 +329,50 @@ def cmd_explore(args: argparse.Namespace) -> int:
     except ExploreError as e:
         raise UserError(str(e)) from None
     return 1 if state.get("findings") else 0
+
+
+# -- known-bugs (issue 30; harness/knownbugs.py) ------------------------------------------------
+
+def _add_known_bugs(command) -> None:
+    p = command("known-bugs", help="run each known-bug scenario on the Hadoop releases it "
+                                   "names and on the mini-HDFS, print the matrix, write "
+                                   "<out>/known-bugs.html and .parquet (exit 0 every cell as "
+                                   "declared, 1 not, 2 bad input)")
+    p.add_argument("--versions", action="append", default=None, metavar="V,V",
+                   help="run only on these Hadoop releases, e.g. 3.3.6,3.4.2 (default: every "
+                        "release each scenario names in affects and fixed)")
+    p.add_argument("--only", action="append", default=None, metavar="JIRA,JIRA",
+                   help="only these JIRAs, e.g. HDFS-16146,HDFS-17299 (default: all)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="runs on each Hadoop release (the mini-HDFS runs once)")
+    p.add_argument("--dir", default=None, metavar="DIR",
+                   help="the folder of known-bug scenarios (default: ./known-bugs, else the "
+                        "repository's known-bugs/)")
+    _out_option(p, "results", "where run folders and the matrix go")
+    p.add_argument("--seed", type=int, default=None, metavar="N",
+                   help="override every scenario's seed")
+    p.add_argument("--keep", action="store_true", help="keep the clusters' storage after the runs")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(command=cmd_known_bugs)
+
+
+def known_bugs_dir(explicit: str | None = None) -> str:
+    if explicit:
+        return explicit
+    here = Path("known-bugs")
+    return str(here if here.is_dir() else REPO_ROOT / "known-bugs")
+
+
+def cmd_known_bugs(args: argparse.Namespace) -> int:
+    module = _load("harness.knownbugs", "known-bugs")
+    from harness.knownbugs import parse_list
+    versions = parse_list(args.versions) if args.versions else None
+    try:
+        return module.run_known_bugs(known_bugs_dir(args.dir), args.out, versions,
+                                     parse_list(args.only), args.repeat, args.seed, args.keep,
+                                     None if args.quiet else _progress)
+    except module.KnownBugsError as e:
+        raise UserError(str(e)) from None
 
 
 # -- scenario files ------------------------------------------------------------------------------

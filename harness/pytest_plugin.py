@@ -1,7 +1,10 @@
 """pytest plugin: every scenario YAML file is a test (`pytest scenarios/`).
 
 Files ending in .yaml or .yml under a folder named `scenarios` are collected as one
-`ScenarioItem` each, marked `scenario` (and `docker` with `--backend docker`). Running
+`ScenarioItem` each, marked `scenario` (and `docker` with `--backend docker`). So are
+those under a folder named `known-bugs` (`hdfs-chaos known-bugs`), marked `known_bug`
+too and always run on the mini-HDFS, which must pass them as the release that fixed the
+bug does; one whose `systems:` leaves the mini-HDFS out is skipped with its reason. Running
 an item runs the scenario through `harness.runner.run_scenario`; the test fails when the
 verdict did not pass, and the failure is told in the scenario's terms: which checks
 failed with their evidence rows, which expectations were not met with the events behind
@@ -50,23 +53,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "scenario: a scenario of the library run end to end")
     config.addinivalue_line("markers", "docker: needs a Docker engine")
+    config.addinivalue_line("markers", "known_bug: a known-bug scenario run on the mini-HDFS")
+
+
+KNOWN_BUGS_FOLDER = "known-bugs"
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
-    if file_path.suffix in (".yaml", ".yml") and _in_scenarios_folder(file_path, parent):
-        return ScenarioFile.from_parent(parent, path=file_path)
+    if file_path.suffix in (".yaml", ".yml"):
+        folders = _folders(file_path, parent)
+        if "scenarios" in folders or KNOWN_BUGS_FOLDER in folders:
+            return ScenarioFile.from_parent(parent, path=file_path)
     return None
 
 
-def _in_scenarios_folder(path: Path, parent: pytest.Collector) -> bool:
-    """Under a folder named `scenarios`, looking only below the rootdir (so that a
-    checkout that itself lives under some `scenarios/` does not turn every YAML into a
-    test)."""
+def _folders(path: Path, parent: pytest.Collector) -> tuple[str, ...]:
+    """The folders of `path` below the rootdir (so that a checkout that itself lives
+    under some `scenarios/` does not turn every YAML into a test)."""
     try:
-        folders = path.relative_to(parent.config.rootpath).parts[:-1]
+        return path.relative_to(parent.config.rootpath).parts[:-1]
     except ValueError:
-        folders = path.parts[-2:-1]
-    return "scenarios" in folders
+        return path.parts[-2:-1]
 
 
 class ScenarioFile(pytest.File):
@@ -80,11 +87,15 @@ class ScenarioFile(pytest.File):
         name = scenario.name if scenario is not None else self.path.stem
         option = self.config.getoption("backend", "local")
         backends = ("local", "docker") if option == "all" else (option,)
+        known_bug = KNOWN_BUGS_FOLDER in _folders(self.path, self)
         for backend in backends:
             item = ScenarioItem.from_parent(
                 self, name=name if len(backends) == 1 else f"{name}[{backend}]",
-                scenario=scenario, issues=issues, backend=backend)
+                scenario=scenario, issues=issues, backend=backend,
+                system="minihdfs" if known_bug else None)
             item.add_marker(pytest.mark.scenario)
+            if known_bug:
+                item.add_marker(pytest.mark.known_bug)
             if backend == "docker":
                 item.add_marker(pytest.mark.docker)
             yield item
@@ -112,11 +123,14 @@ class RunnerMissing(Exception):
 
 
 class ScenarioItem(pytest.Item):
-    """Runs one scenario and passes when its verdict passes."""
+    """Runs one scenario and passes when its verdict passes. `system` overrides the
+    scenario's cluster.system (a known-bug scenario runs on the mini-HDFS)."""
 
-    def __init__(self, *, scenario: Scenario | None, issues, backend: str = "local", **kwargs):
+    def __init__(self, *, scenario: Scenario | None, issues, backend: str = "local",
+                 system: str | None = None, **kwargs):
         super().__init__(**kwargs)
         self.backend = backend
+        self.system = system
         self.scenario = scenario
         self.issues = issues
         self.verdict: Any = None
@@ -124,6 +138,9 @@ class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         if self.scenario is None:
             raise ScenarioInvalid(self.issues)
+        if not self.runs_here():
+            pytest.skip(f"{self.scenario.name} does not run on {self.system}: "
+                        f"{self.scenario.systems_reason or 'see its systems:'}")
         try:
             from harness.runner import run_scenario
         except ImportError as e:
@@ -135,13 +152,18 @@ class ScenarioItem(pytest.Item):
                 pytest.skip(f"docker backend: {reason}")
         results = self.config.getoption("results", "results")
         if self.config.getoption("verify_each", False):
-            self.verdict = run_scenario(self.scenario, backend=self.backend, results_dir=results)
+            self.verdict = run_scenario(self.scenario, backend=self.backend, results_dir=results,
+                                        system=self.system)
         else:
             self.verdict = _batch(self.session, self.backend).verdict_of(self)
         if not _get(self.verdict, "passed", False):
             for name, value in failure_properties(self.verdict):
                 self.user_properties.append((name, value))
             raise ScenarioFailed(self.scenario, self.verdict)
+
+    def runs_here(self) -> bool:
+        """False for a scenario whose systems: leaves out the system this item forces."""
+        return self.system is None or self.system in tuple(self.scenario.systems)
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ScenarioInvalid):
@@ -177,12 +199,13 @@ class _Batch:
         items = [first] + [i for i in self.session.items
                            if isinstance(i, ScenarioItem) and i is not first
                            and i.backend == self.backend and i.scenario is not None
-                           and i.nodeid not in self.verdicts]
+                           and i.runs_here() and i.nodeid not in self.verdicts]
         results = first.config.getoption("results", "results")
         outcomes = []
         for item in items:
             outcomes.append(run_scenario(item.scenario, backend=self.backend,
-                                         results_dir=results, verify=False))
+                                         results_dir=results, verify=False,
+                                         system=item.system))
             if outcomes[-1].status == "interrupted":
                 raise KeyboardInterrupt
         for item, verdict in zip(items, verify_outcomes(outcomes)):

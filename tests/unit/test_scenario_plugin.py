@@ -29,9 +29,11 @@ def runner(monkeypatch):
     module = types.ModuleType("harness.runner")
     module.calls = []
     module.verdicts = {}
+    module.systems = {}          # scenario name -> the system the plugin asked for
 
-    def run_scenario(scenario, backend, results_dir, verify=True):
+    def run_scenario(scenario, backend, results_dir, verify=True, system=None):
         module.calls.append((scenario.name, backend, results_dir))
+        module.systems[scenario.name] = system
         verdict = module.verdicts.get(scenario.name, {"passed": True, "checks": []})
         # verify=False is the batched path: an outcome now, its verdict from verify_outcomes
         return verdict if verify else types.SimpleNamespace(status="completed", verdict=verdict)
@@ -181,3 +183,30 @@ def test_yaml_outside_a_scenarios_folder_is_not_collected(pytester, runner):
     (pytester.mkdir("data") / "x.yaml").write_text(MINIMAL.format(name="x"))
     result = pytester.runpytest(*_plugin_args(), "--collect-only", "-q")
     assert "x.yaml" not in result.stdout.str()
+
+
+KNOWN_BUG = ("known_bug: {jira: HDFS-1, bug: a bug, affects: [3.3.6], fixed: [3.4.2], "
+             "symptom: [D2]}\n")
+
+
+def test_known_bug_scenarios_run_on_the_minihdfs(pytester, runner):
+    """known-bugs/*.yaml are items too, marked known_bug, run on the mini-HDFS whatever
+    their cluster.system says; one whose systems: leaves the mini-HDFS out is skipped."""
+    folder = pytester.mkdir("known-bugs")
+    (folder / "HDFS-1.yaml").write_text(
+        MINIMAL.format(name="kb") + "cluster: {system: hadoop}\n" + KNOWN_BUG)
+    (folder / "HDFS-2.yaml").write_text(
+        MINIMAL.format(name="kb-hadoop-only") + "cluster: {system: hadoop}\n"
+        + "systems: [hadoop]\nsystems_reason: needs a JVM\n" + KNOWN_BUG)
+    (folder / "HDFS-3.yaml").write_text(MINIMAL.format(name="kb-fails") + KNOWN_BUG)
+    runner.verdicts["kb-fails"] = {"passed": False, "checks": [
+        {"id": "D2", "status": "fail", "evidence": ["row 1"]}]}
+    result = pytester.runpytest(*_plugin_args(), "--collect-only", "-q", "-m", "known_bug")
+    result.stdout.fnmatch_lines(["known-bugs/HDFS-1.yaml::kb",
+                                 "known-bugs/HDFS-2.yaml::kb-hadoop-only",
+                                 "known-bugs/HDFS-3.yaml::kb-fails"])
+    result = pytester.runpytest(*_plugin_args(), "-rs")
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
+    assert runner.systems == {"kb": "minihdfs", "kb-fails": "minihdfs"}
+    result.stdout.fnmatch_lines(["*scenario kb-fails failed: failed checks D2*",
+                                 "*kb-hadoop-only does not run on minihdfs: needs a JVM*"])
