@@ -815,9 +815,10 @@ def writer_across_nn_restart(rid: str, renew_after_leave: bool,
     r.ev(3.51, "nn", "nn.stop")
     r.ev(4.0, "harness", "harness.node.start", target="nn")
     r.ev(4.0, "nn", "nn.start", files=1, blocks=1, open_files=1)
-    r.ev(4.001, "nn", "nn.lease.add", holder=C1, path="/f", reason="restart")
-    r.ev(4.002, "nn", "nn.safemode.enter", safe_blocks=0, total_blocks=0, threshold_blocks=0,
+    # in the same millisecond as nn.start, as a Hadoop log may have it
+    r.ev(4.0, "nn", "nn.safemode.enter", safe_blocks=0, total_blocks=0, threshold_blocks=0,
          live_datanodes=0, min_datanodes=1)
+    r.ev(4.001, "nn", "nn.lease.add", holder=C1, path="/f", reason="restart")
     t = 4.25
     while t < 8.0:
         r.ev(t, "nn", "nn.rpc.reject", op="renewLease", path=None, holder=C1,

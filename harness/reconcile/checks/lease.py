@@ -336,7 +336,8 @@ def check_l6(runs: RunSet) -> Outcome:
                  "run_id", F.col("target").alias("node"), "ts", "event", F.lit("renew").alias("kind"))))
     m = marks.select(F.col("run_id").alias("_r"), F.col("node").alias("_n"),
                      F.col("ts").alias("m_ts"), F.col("event").alias("m_event"),
-                     F.col("kind").alias("m_kind"), F.lit(None).cast("boolean").alias("nn_off"))
+                     F.col("kind").alias("m_kind"), F.lit(None).cast("boolean").alias("nn_off"),
+                     F.when(F.col("kind") == "pause", 2).otherwise(3).alias("m_ord"))
     pm = periods.join(m, (periods["run_id"] == m["_r"]) & (periods["node"] == m["_n"])
                       & (m["m_ts"] > periods["p_start"]) & (m["m_ts"] < periods["p_end"]))
     # The NameNode cannot renew from its kill, stop or pause to its next start or resume,
@@ -353,16 +354,19 @@ def check_l6(runs: RunSet) -> Outcome:
     n = nn_state.select(F.col("run_id").alias("_r"), F.col("ts").alias("m_ts"),
                         F.col("event").alias("m_event"),
                         F.when(F.col("off"), "pause").otherwise("renew").alias("m_kind"),
-                        F.col("off").alias("nn_off"))
+                        F.col("off").alias("nn_off"), F.col("off").cast("int").alias("m_ord"))
     pn = periods.join(n, (periods["run_id"] == n["_r"]) & (n["m_ts"] > periods["p_start"])
                       & (n["m_ts"] < periods["p_end"]))
     cols = ["run_id", "node", "pkey", "holder", "p_start", "p_end", "bound", "soft_limit",
-            "m_ts", "m_event", "m_kind", "nn_off"]
+            "m_ts", "m_event", "m_kind", "nn_off", "m_ord"]
     starts = periods.select("*", F.col("p_start").alias("m_ts"),
                             F.lit("client.stream.open").alias("m_event"),
-                            F.lit("renew").alias("m_kind"), F.lit(None).cast("boolean").alias("nn_off"))
+                            F.lit("renew").alias("m_kind"), F.lit(None).cast("boolean").alias("nn_off"),
+                            F.lit(3).alias("m_ord"))
     pts = union_all([starts.select(*cols), pm.select(*cols), pn.select(*cols)])
-    w2 = Window.partitionBy("run_id", "pkey").orderBy("m_ts", "m_kind")
+    # at one instant: the NameNode back, then off again (nn.start, then nn.safemode.enter
+    # in the same millisecond of a Hadoop log), then the client's pause, then its renewal
+    w2 = Window.partitionBy("run_id", "pkey").orderBy("m_ts", "m_ord")
     pts = pts.withColumn("next_ts", F.coalesce(F.lead("m_ts").over(w2), F.col("p_end")))
     # a renewal the client logs while the NameNode is off (its answer raced the kill or
     # pause) starts no gap: the NameNode's return does
