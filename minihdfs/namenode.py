@@ -661,6 +661,7 @@ class NameNode:
             self._set_state(cut, UNDER_CONSTRUCTION)
             self._log_file("OP_TRUNCATE", inode)
             self.emit("nn.file.truncate", path=path, len=new_len, ok=False)
+            # 3.x FSDirTruncateOp.prepareFileForTruncate: no BlockManager.addBlockRecoveryAttempt
             self._initialize_block_recovery(cut)
             return False
 

@@ -254,6 +254,35 @@ def test_sub_second_heartbeats_allow_a_new_attempt_at_once(tmp_path, namenodes):
     assert len(node.events.named("nn.recovery.start", block=lb["block"])) == 2
 
 
+def closed_file(nn, path="/f", holder="c1", length=1000) -> dict:
+    """A closed file of one block of `length` bytes, FINALIZED on its three targets."""
+    nn.rpc_create(path, holder)
+    lb = nn.rpc_addBlock(path, holder)
+    for dn in lb["locations"]:
+        received(nn, dn, lb["block"], lb["gs"], length)
+    assert nn.rpc_complete(path, holder, last={"block": lb["block"], "gs": lb["gs"],
+                                               "len": length}) is True
+    return lb
+
+
+def test_truncate_recovery_is_no_pending_attempt_a_lease_recovery_starts_its_own(nn):
+    # 3.x FSDirTruncateOp.prepareFileForTruncate starts the recovery without
+    # BlockManager.addBlockRecoveryAttempt: only internalReleaseLease registers one
+    lb = closed_file(nn)
+    assert nn.rpc_truncate("/f", 600, "c1") is False
+    info = nn.blocks[lb["block"]]
+    first = info.recovery_id
+    assert info.state == UNDER_RECOVERY and lb["block"] not in nn.pending_recovery
+    nn.leases.clock.now += 1                      # well inside the 90 s timeout
+    assert nn.rpc_recoverLease("/f", "c2") is False
+    assert info.recovery_id > first and len(nn.events.named("nn.recovery.start")) == 2
+    assert nn.datanodes[info.primary].recover[-1]["new_len"] == 600   # still the truncate
+    second = info.recovery_id
+    assert nn.rpc_recoverLease("/f", "c3") is False   # that attempt is pending
+    assert info.recovery_id == second and len(nn.events.named("nn.recovery.start")) == 2
+    assert nn.leases.get_by_path("/f").holder == "c3"
+
+
 def test_old_holder_is_shut_out_after_recovery(nn):
     lb = open_with_block(nn)
     nn.rpc_recoverLease("/f", "c2")

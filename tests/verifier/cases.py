@@ -799,6 +799,62 @@ def _(rid):
     return r
 
 
+def writer_across_nn_restart(rid: str, renew_after_leave: bool,
+                             renewals_before=(2.0, 3.0)) -> Run:
+    """soft limit 2 s: c1 keeps /f open from 1 s to 11 s, renewing every second. The
+    NameNode stops at 3.5 s, starts at 4 s in startup safe mode and leaves it at 8 s:
+    c1's renewals are refused (SafeModeException) every 0.25 s until then. With
+    `renew_after_leave` c1 renews again 0.25 s after safe mode ended, else never."""
+    r = Run(rid, {"lease.soft-limit": "2s", "lease.hard-limit": "60s"})
+    start(r)
+    open_create(r, 1.0)
+    for t in renewals_before:
+        r.ev(t, "c1", "client.lease.renew", holder=C1)
+        r.ev(t + 0.001, "nn", "nn.lease.renew", holder=C1)
+    r.ev(3.5, "harness", "harness.node.stop", target="nn")
+    r.ev(3.51, "nn", "nn.stop")
+    r.ev(4.0, "harness", "harness.node.start", target="nn")
+    r.ev(4.0, "nn", "nn.start", files=1, blocks=1, open_files=1)
+    # in the same millisecond as nn.start, as a Hadoop log may have it
+    r.ev(4.0, "nn", "nn.safemode.enter", safe_blocks=0, total_blocks=0, threshold_blocks=0,
+         live_datanodes=0, min_datanodes=1)
+    r.ev(4.001, "nn", "nn.lease.add", holder=C1, path="/f", reason="restart")
+    t = 4.25
+    while t < 8.0:
+        r.ev(t, "nn", "nn.rpc.reject", op="renewLease", path=None, holder=C1,
+             error="SafeModeException", reason=f"Cannot renew lease for {C1}. Name node is "
+                                               "in safe mode.")
+        t += 0.25
+    r.ev(8.0, "nn", "nn.safemode.leave", waited=4.0, safe_blocks=0, total_blocks=0,
+         threshold_blocks=0, live_datanodes=4, min_datanodes=1)
+    if renew_after_leave:
+        for t in (8.25, 9.25, 10.25):
+            r.ev(t, "c1", "client.lease.renew", holder=C1)
+            r.ev(t + 0.001, "nn", "nn.lease.renew", holder=C1)
+    write(r, 10.9, 0, 512)
+    close(r, 11.0, 512)
+    end(r, 12.0)
+    return r
+
+
+@case("L6-renewals-refused-in-safe-mode", ("L6", "pass"))
+def _(rid):
+    """The NameNode was down, then refused every renewal in safe mode: no gap of c1's."""
+    return writer_across_nn_restart(rid, renew_after_leave=True)
+
+
+@case("L6-silent-after-safe-mode", ("L6", "fail"))
+def _(rid):
+    """Safe mode excuses nothing after it ends: c1 goes 3 s without a renewal."""
+    return writer_across_nn_restart(rid, renew_after_leave=False)
+
+
+@case("L6-silent-before-nn-stop", ("L6", "fail"))
+def _(rid):
+    """The restart excuses nothing before the stop: c1 went 2.5 s without a renewal."""
+    return writer_across_nn_restart(rid, renew_after_leave=True, renewals_before=())
+
+
 # -- B1 recovery id -----------------------------------------------------------------------------
 
 @case("B1-stale-id", ("B1", "fail"))

@@ -531,6 +531,31 @@ MUTANTS: tuple[Mutant, ...] = (
         original="continue   # LeaseManager.Monitor: no lease released in safe mode",
         replacement="pass   # mutant: the monitor runs in safe mode",
         scenarios=("nn-restart-slow-block-reports",)),
+    Mutant(
+        name="renewer-gives-up-on-refusal",
+        rule="the client's LeaseRenewer retries a failed renewal at its next tick (the "
+             "NameNode down, or refusing renewLease in startup safe mode)",
+        seed="Hadoop LeaseRenewer.run (IOException: retry shortly); 3.x "
+             "FSNamesystem.renewLease checkNameNodeSafeMode; CHECKS.md L6",
+        file="minihdfs/client.py",
+        original="pass   # try again at the next tick, as Hadoop does every second",
+        replacement="return   # mutant: the renewer stops after a failed renewal",
+        # killed by the expect block, not by L6's verdict: c1's only renewal fails as the
+        # NameNode stops, and a client that logs nothing more has its open period cut at
+        # its last event, so L6 judges nothing ("L6 expected but nothing exercised it")
+        scenarios=("nn-restart-live-writer-renews",)),
+    Mutant(
+        name="truncate-recovery-pending",
+        rule="truncate's block recovery is no pending recovery attempt: a recoverLease "
+             "during it starts its own recovery at once",
+        seed="3.x FSDirTruncateOp.prepareFileForTruncate (no "
+             "BlockManager.addBlockRecoveryAttempt; only internalReleaseLease calls it)",
+        file="minihdfs/namenode.py",
+        original="# 3.x FSDirTruncateOp.prepareFileForTruncate: no BlockManager.addBlockRecoveryAttempt\n",
+        replacement="self._add_block_recovery_attempt(cut)   # mutant: registered as pending\n",
+        # one recovery instead of two (expect recoveries block: 2); the unit test
+        # test_truncate_recovery_is_no_pending_attempt_a_lease_recovery_starts_its_own too
+        scenarios=("truncate-then-recover-lease",)),
 )
 
 BY_NAME: dict[str, Mutant] = {m.name: m for m in MUTANTS}

@@ -298,7 +298,10 @@ def first_after_simple(left: DataFrame, right: DataFrame, on: list[str], out: st
 def check_l6(runs: RunSet) -> Outcome:
     """Renewals: while a live client has files open it logs client.lease.renew at least
     every soft/2 + slack (slack: max(1s, soft/4)). Gaps that overlap a pause of the client
-    or a fault naming it (its links slowed or cut) are not held against it."""
+    or a fault naming it (its links slowed or cut) are not held against it; nor is the
+    time the NameNode cannot renew a lease (down, paused, or in startup safe mode, where
+    FSNamesystem.renewLease refuses with SafeModeException): the clock starts again when
+    it can."""
     st = client_streams(runs)
     ends = (assign_stream(base(runs.of("client.close", "client.stream.error"), "path"), st)
             .groupBy("run_id", "node", "path", "s_open").agg(F.min("ts").alias("s_close")))
@@ -333,18 +336,44 @@ def check_l6(runs: RunSet) -> Outcome:
                  "run_id", F.col("target").alias("node"), "ts", "event", F.lit("renew").alias("kind"))))
     m = marks.select(F.col("run_id").alias("_r"), F.col("node").alias("_n"),
                      F.col("ts").alias("m_ts"), F.col("event").alias("m_event"),
-                     F.col("kind").alias("m_kind"))
+                     F.col("kind").alias("m_kind"), F.lit(None).cast("boolean").alias("nn_off"),
+                     F.when(F.col("kind") == "pause", 2).otherwise(3).alias("m_ord"))
     pm = periods.join(m, (periods["run_id"] == m["_r"]) & (periods["node"] == m["_n"])
                       & (m["m_ts"] > periods["p_start"]) & (m["m_ts"] < periods["p_end"]))
+    # The NameNode cannot renew from its kill, stop or pause to its next start or resume,
+    # nor in startup safe mode (renewals refused until nn.safemode.leave); the client's
+    # renewer retries every second, so the clock starts again when the NameNode can renew.
+    nn_state = union_all([
+        runs.of("harness.node.kill", "harness.node.stop", "harness.node.pause")
+        .filter(F.col("target") == "nn").select("run_id", "ts", "event", F.lit(True).alias("off")),
+        runs.of("nn.safemode.enter").select("run_id", "ts", "event", F.lit(True).alias("off")),
+        runs.of("harness.node.resume").filter(F.col("target") == "nn")
+        .select("run_id", "ts", "event", F.lit(False).alias("off")),
+        runs.of("nn.start", "nn.safemode.leave").select("run_id", "ts", "event",
+                                                        F.lit(False).alias("off"))])
+    n = nn_state.select(F.col("run_id").alias("_r"), F.col("ts").alias("m_ts"),
+                        F.col("event").alias("m_event"),
+                        F.when(F.col("off"), "pause").otherwise("renew").alias("m_kind"),
+                        F.col("off").alias("nn_off"), F.col("off").cast("int").alias("m_ord"))
+    pn = periods.join(n, (periods["run_id"] == n["_r"]) & (n["m_ts"] > periods["p_start"])
+                      & (n["m_ts"] < periods["p_end"]))
     cols = ["run_id", "node", "pkey", "holder", "p_start", "p_end", "bound", "soft_limit",
-            "m_ts", "m_event", "m_kind"]
+            "m_ts", "m_event", "m_kind", "nn_off", "m_ord"]
     starts = periods.select("*", F.col("p_start").alias("m_ts"),
                             F.lit("client.stream.open").alias("m_event"),
-                            F.lit("renew").alias("m_kind"))
-    pts = starts.select(*cols).unionByName(pm.select(*cols))
-    w2 = Window.partitionBy("run_id", "pkey").orderBy("m_ts", "m_kind")
+                            F.lit("renew").alias("m_kind"), F.lit(None).cast("boolean").alias("nn_off"),
+                            F.lit(3).alias("m_ord"))
+    pts = union_all([starts.select(*cols), pm.select(*cols), pn.select(*cols)])
+    # at one instant: the NameNode back, then off again (nn.start, then nn.safemode.enter
+    # in the same millisecond of a Hadoop log), then the client's pause, then its renewal
+    w2 = Window.partitionBy("run_id", "pkey").orderBy("m_ts", "m_ord")
     pts = pts.withColumn("next_ts", F.coalesce(F.lead("m_ts").over(w2), F.col("p_end")))
-    late = pts.filter((F.col("m_kind") == "renew") & (F.col("next_ts") - F.col("m_ts") > F.col("bound")))
+    # a renewal the client logs while the NameNode is off (its answer raced the kill or
+    # pause) starts no gap: the NameNode's return does
+    pts = pts.withColumn("in_off", F.coalesce(F.last("nn_off", ignorenulls=True).over(
+        w2.rowsBetween(Window.unboundedPreceding, Window.currentRow)), F.lit(False)))
+    late = pts.filter((F.col("m_kind") == "renew") & ~F.col("in_off")
+                      & (F.col("next_ts") - F.col("m_ts") > F.col("bound")))
     # a client whose links or process are being faulted cannot be held to the period
     fw = fault_windows(runs).select(F.col("run_id").alias("_r"), "f_start", "f_end", "f_text")
     late = late.join(fw, (late["run_id"] == fw["_r"]) & touches("f_text", "node")
