@@ -15,9 +15,10 @@ run:
 
 # All tests (tox): unit, integration, verifier, the scenario library on the local
 # backend, and on the docker backend where a Docker engine answers (setup starts one
-# when it can), and real Apache Hadoop daemons (tox -e hadoop; setup fetches the jars once).
+# when it can), and real Apache Hadoop daemons (tox -e hadoop; setup fetches the jars once);
+# the reports are opened in headless Chromium (setup installs it from Debian's packages).
 test:
-	tools/setup.sh --docker --hadoop
+	tools/setup.sh --docker --hadoop --browser
 	.venv/bin/tox
 
 setup:

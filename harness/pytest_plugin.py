@@ -19,12 +19,14 @@ per-job costs are paid once, not once a scenario); every item still passes or fa
 its own verdict. `--verify-each` verifies each run as it ends instead.
 
 Options: `--backend local|docker|all` (default local; `all` runs every scenario on both
-backends, the docker runs skipped when no Docker engine answers), `--results DIR`
-(default results).
+backends, the docker runs skipped when no Docker engine answers), `--out DIR`
+(default results; `--results DIR`, its old name as in the CLI, still works with a
+deprecation warning).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import os
@@ -46,11 +48,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "or all (both; docker skipped without an engine)")
     group.addoption("--verify-each", action="store_true",
                     help="verify each scenario's run as it ends (default: one Spark batch)")
-    group.addoption("--results", default="results", metavar="DIR",
+    group.addoption("--out", default="results", metavar="DIR",
                     help="folder for the run folders of scenarios (default: results)")
+    # the old name, as `hdfs-chaos run --results`: hidden, and pytest_configure warns
+    group.addoption("--results", dest="results_deprecated", default=None, metavar="DIR",
+                    help=argparse.SUPPRESS)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    old = config.getoption("results_deprecated", None)
+    if old is not None:
+        config.option.out = old
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(
+            "--results is deprecated and goes in a later release; use --out"), stacklevel=2)
     config.addinivalue_line("markers", "scenario: a scenario of the library run end to end")
     config.addinivalue_line("markers", "docker: needs a Docker engine")
     config.addinivalue_line("markers", "known_bug: a known-bug scenario run on the mini-HDFS")
@@ -150,7 +160,7 @@ class ScenarioItem(pytest.Item):
             reason = _docker_missing()
             if reason:
                 pytest.skip(f"docker backend: {reason}")
-        results = self.config.getoption("results", "results")
+        results = self.config.getoption("out", "results")
         if self.config.getoption("verify_each", False):
             self.verdict = run_scenario(self.scenario, backend=self.backend, results_dir=results,
                                         system=self.system)
@@ -200,7 +210,7 @@ class _Batch:
                            if isinstance(i, ScenarioItem) and i is not first
                            and i.backend == self.backend and i.scenario is not None
                            and i.runs_here() and i.nodeid not in self.verdicts]
-        results = first.config.getoption("results", "results")
+        results = first.config.getoption("out", "results")
         outcomes = []
         for item in items:
             outcomes.append(run_scenario(item.scenario, backend=self.backend,

@@ -9,20 +9,24 @@
 #   - with --hadoop [VERSION] (default 3.4.2; repeatable): a JDK and Maven from Debian's
 #     packages when missing, then that Apache Hadoop release's jars into the per-version
 #     cache (harness/systems/hadoop/fetch.py; skipped when already there).
+#   - with --browser: headless Chromium and chromedriver from Debian's packages
+#     (tools/setup_browser.sh), for the test that opens the HTML reports in a browser.
 # Each missing piece that cannot be installed here is named in one line, with the fix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 want_docker=0
+want_browser=0
 hadoop_versions=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --docker) want_docker=1 ;;
+    --browser) want_browser=1 ;;
     --hadoop)
       if [ $# -gt 1 ] && [[ "$2" =~ ^[0-9] ]]; then hadoop_versions+=("$2"); shift
       else hadoop_versions+=("3.4.2"); fi ;;
     --hadoop=*) hadoop_versions+=("${1#--hadoop=}") ;;
-    *) echo "setup: unknown option $1 (use --docker, --hadoop [VERSION])" >&2; exit 2 ;;
+    *) echo "setup: unknown option $1 (use --docker, --hadoop [VERSION], --browser)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -87,6 +91,10 @@ if [ "$want_docker" = 1 ]; then
   else
     say "no Docker engine: the docker backend and its tests will be skipped"
   fi
+fi
+# -- a headless browser (optional), for the reports' browser test ------------------------
+if [ "$want_browser" = 1 ]; then
+  tools/setup_browser.sh >&2 || say "no headless Chromium: the browser test will be skipped"
 fi
 # -- Apache Hadoop (optional): a JDK (javac for the workload client), Maven, the jars --
 if [ "${#hadoop_versions[@]}" -gt 0 ]; then

@@ -33,6 +33,7 @@ import yaml
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from .templating import check_title, exercised, render  # noqa: E402
@@ -179,7 +180,12 @@ def plot_timeline(events, bulk, path: str, t0: float) -> None:
     ax.grid(axis="x", alpha=0.3)
     handles = [Patch(color=c, label=p) for p, c in LEGEND] + [
         Patch(color="#d62728", alpha=0.15, label="fault active"),
-        Patch(color="#aaaaaa", label="writes/acks/renewals")]
+        Patch(color="#aaaaaa", label="writes/acks/renewals")] + [
+        # the node markers, which the colours above would not tell apart (green is lease)
+        Line2D([], [], linestyle="none", marker="X", ms=8, color="#d62728",
+               label="node killed/stopped"),
+        Line2D([], [], linestyle="none", marker="^", ms=7, color="#2ca02c",
+               label="node started/resumed")]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     ax.set_title("Timeline: one lane per node")
     fig.tight_layout()

@@ -98,7 +98,7 @@ def test_docker_backend_adds_the_docker_marker(pytester, library, runner):
 
 def test_passing_failing_and_invalid_scenarios(pytester, library, runner):
     runner.verdicts["client-crash-after-hflush"] = FAILED_VERDICT
-    result = pytester.runpytest(*_plugin_args(), "--backend", "local", "--results", "out")
+    result = pytester.runpytest(*_plugin_args(), "--backend", "local", "--out", "out")
     result.assert_outcomes(passed=1, failed=2)
     assert sorted(runner.calls) == [("client-crash-after-hflush", "local", "out"),
                                     ("fine", "local", "out")]
@@ -127,6 +127,20 @@ def test_passing_failing_and_invalid_scenarios(pytester, library, runner):
     assert "check P1" not in text                      # passed checks are not noise
     assert "lease_recovered: " not in text
     assert "Traceback" not in text and "def runtest" not in text
+
+
+def test_results_is_a_deprecated_alias_of_out(pytester, library, runner):
+    result = pytester.runpytest(*_plugin_args(), "-k", "fine", "--results", "old")
+    result.assert_outcomes(passed=1, deselected=2)
+    assert runner.calls == [("fine", "local", "old")]
+    result.stdout.fnmatch_lines(["*PytestDeprecationWarning: --results is deprecated and goes "
+                                 "in a later release; use --out"])
+    runner.calls.clear()
+    result = pytester.runpytest(*_plugin_args(), "-k", "fine")
+    assert runner.calls == [("fine", "local", "results")]   # the default, no warning
+    assert "--results is deprecated" not in result.stdout.str()
+    shown = pytester.runpytest(*_plugin_args(), "--help").stdout.str()
+    assert "--out=DIR" in shown and "--results" not in shown
 
 
 def test_must_fail_checks_are_marked_as_expected(pytester, runner):

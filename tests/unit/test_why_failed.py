@@ -206,3 +206,17 @@ def test_report_of_a_hand_made_failed_run_draws_its_plots(tmp_path):
     path = write_run_report(run, verdict)
     assert os.path.getsize(os.path.join(run, "plots", "timeline.png")) > 0
     assert 'id="why"' in open(path, encoding="utf-8").read()
+
+
+def test_timeline_legend_names_the_node_markers(tmp_path, monkeypatch):
+    """A started node's green triangle is not a lease event: the legend says what the
+    markers of kills and starts are."""
+    import matplotlib.figure
+    from harness.reconcile.report import plot_timeline
+    labels = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: labels.extend(
+        t.get_text() for t in fig.axes[0].get_legend().get_texts()))
+    events = fencing_events() + [ev(1.0, "harness", "harness.node.kill", target="dn1"),
+                                 ev(2.0, "harness", "harness.node.start", target="dn1")]
+    plot_timeline(sorted(events, key=lambda e: e["ts"]), [], str(tmp_path / "t.png"), T0)
+    assert {"node killed/stopped", "node started/resumed"} <= set(labels), labels
