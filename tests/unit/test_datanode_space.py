@@ -50,9 +50,31 @@ class _Cluster:
 
 
 def test_datanode_space_reads_each_datanode_and_null_for_one_down():
-    got = state.datanode_space(_Cluster())
+    got = state.datanode_space(_Cluster(), pause=0)
     assert got["dn1"]["reserved_for_replicas"] == 4096
     assert got["dn2"] is None
+
+
+class _SlowCluster(_Cluster):
+    """dn1's HTTP server times out twice before it answers (a loaded machine)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def datanodes(self):
+        return ["dn1"]
+
+    def jmx(self, node, query, timeout=2.0):
+        self.calls += 1
+        if self.calls <= 2:
+            raise TimeoutError("timed out")
+        return super().jmx(node, query, timeout)
+
+
+def test_datanode_space_asks_again_a_datanode_that_timed_out():
+    cluster = _SlowCluster()
+    got = state.datanode_space(cluster, pause=0)
+    assert got["dn1"]["reserved_for_replicas"] == 4096 and cluster.calls == 3
 
 
 def _facts(space, read=True):

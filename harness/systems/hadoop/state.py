@@ -21,6 +21,7 @@ import json
 import os
 import re
 import subprocess
+import time
 import zlib
 
 from minihdfs.cluster import ClusterError
@@ -102,16 +103,23 @@ def volume_space(volume_info: str) -> dict:
     return out
 
 
-def datanode_space(cluster) -> dict:
+def datanode_space(cluster, attempts: int = 3, timeout: float = 10.0,
+                   pause: float = 1.0) -> dict:
     """dn -> its space from JMX (volume_space), or None for a DataNode that does not answer
-    (down, or paused)."""
+    `attempts` times (down, or paused); a loaded machine may keep a DataNode's HTTP server
+    from answering within a couple of seconds, hence the retries and the long timeout."""
     out = {}
     for dn in cluster.datanodes():
-        try:
-            bean = cluster.jmx(dn, "Hadoop:service=DataNode,name=DataNodeInfo")
-            out[dn] = volume_space(bean["VolumeInfo"])
-        except (OSError, ValueError, KeyError, ClusterError):
-            out[dn] = None
+        out[dn] = None
+        for attempt in range(attempts):
+            try:
+                bean = cluster.jmx(dn, "Hadoop:service=DataNode,name=DataNodeInfo",
+                                   timeout=timeout)
+                out[dn] = volume_space(bean["VolumeInfo"])
+                break
+            except (OSError, ValueError, KeyError, ClusterError):
+                if attempt + 1 < attempts:
+                    time.sleep(pause)
     return out
 
 
