@@ -9,6 +9,7 @@ expect:
     /data/f1: {closed: true, min_len: hflushed, len: 4MiB, lease_recovered: true}
   recoveries: {pipeline: ">=1", block: 1, lease: ">=1", replacements: 0}
   max_recovery: 15s
+  datanodes: {reserved_for_replicas: 0}   # every DataNode, from final_state.json
   workload: {w1: ok, w2: error}
 ```
 The facts it needs per run (final file states, hflushed offsets, recovered paths,
@@ -46,6 +47,11 @@ class RunFacts:
     # per path the hflushes of each client ({node, count, offset, ts})
     events: list[dict] = dataclasses.field(default_factory=list)
     hflushes: dict[str, list[dict]] = dataclasses.field(default_factory=dict)
+    # dn -> {reserved_for_replicas, ...} (values None: the DataNode did not answer), from
+    # final_state.json's datanode_space; None when the final state records none, absent
+    # (the default) when the expect asks nothing of DataNodes or there is no final state
+    space: dict[str, dict] | None = dataclasses.field(default_factory=dict)
+    space_read: bool = False
 
 
 def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
@@ -92,6 +98,12 @@ def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
         parts.append(runs.of("client.op.end").join(ops, ["run_id", "op_id"], "left_semi")
                      .select(F.lit("op").alias("kind"), "run_id", F.col("op_id").alias("key"),
                              "ok", "error", "ts"))
+    wanted_space = [rid for rid, info in runs.runs.items()
+                    if isinstance(info.expect.get("datanodes"), dict) and info.expect["datanodes"]]
+    if wanted_space:
+        parts.append(runs.fs_space.filter(F.col("run_id").isin(wanted_space)).select(
+            F.lit("space").alias("kind"), "run_id", F.col("dn").alias("key"),
+            "reserved_for_replicas"))
     wanted_events = [n for n in evidence.EVENTS if n in runs.event_names]
     if told and wanted_events:
         parts.append(runs.of(*wanted_events).filter(F.col("run_id").isin(told)).select(
@@ -116,6 +128,12 @@ def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
             f.events.append({k: r.get(k) for k in evidence.FIELDS if r.get(k) is not None})
         elif kind == "recovered":
             f.lease_recovered.add(key)
+        elif kind == "space":
+            f.space_read = True
+            if key is None:
+                f.space = None
+            elif f.space is not None:
+                f.space[key] = {"reserved_for_replicas": r.get("reserved_for_replicas")}
         else:   # the last end of an operation (by time) is its result
             f.ops[key] = {"ok": r["ok"], "error": r["error"]}
     return facts
@@ -216,6 +234,9 @@ def evaluate_expect(expect: dict, checks: list[CheckResult], metrics: dict,
         items.append(_attach(item, evidence.COUNTED[kind](events)))
     if expect.get("max_recovery") is not None:
         items.append(_max_recovery_item(expect["max_recovery"], metrics))
+    nodes = expect.get("datanodes") or {}
+    if isinstance(nodes, dict) and nodes:
+        items.extend(_datanode_items(nodes, facts))
     work = expect.get("workload") or {}
     for op_id, want in (work.items() if isinstance(work, dict) else []):
         end = facts.ops.get(str(op_id))
@@ -283,3 +304,44 @@ def _file_items(path: str, want: dict, facts: RunFacts) -> list[dict]:
         else:
             items.append({"what": f"{path}: unknown expectation {key!r}", "status": "fail"})
     return items
+
+
+_SPACE_LABELS = {"reserved_for_replicas": "reserved for replicas"}
+
+
+def _datanode_items(want: dict, facts: RunFacts) -> list[dict]:
+    """One item per DataNode and key of `expect.datanodes`: 'reserved for replicas on dn1
+    == 0 (got 1048576)'. A final state that records no DataNode space (the mini-HDFS) or
+    a DataNode that did not answer is not observable; a run without a final state fails."""
+    items = []
+    for key, value in want.items():
+        label = _SPACE_LABELS.get(str(key))
+        if label is None:
+            items.append({"what": f"datanodes: unknown expectation {key!r}", "status": "fail"})
+            continue
+        try:
+            target = parse_size(value, f"expect.datanodes.{key}")
+        except ConfigError as exc:
+            items.append({"what": f"datanodes {key}: {exc}", "status": "fail"})
+            continue
+        if not facts.space_read:
+            items.append({"what": f"{label} == {target} on every DataNode (got no "
+                                  "final_state.json)", "status": "fail"})
+        elif facts.space is None:
+            items.append({"what": f"{label} == {target} on every DataNode: the system "
+                                  "records no DataNode space", "status": "not_observable"})
+        else:
+            for dn in sorted(facts.space, key=_node_order):
+                got = facts.space[dn].get(str(key))
+                if got is None:
+                    items.append({"what": f"{label} on {dn} == {target}: {dn} did not answer",
+                                  "status": "not_observable"})
+                else:
+                    items.append({"what": f"{label} on {dn} == {target} (got {got})",
+                                  "status": "pass" if got == target else "fail"})
+    return items
+
+
+def _node_order(dn: str) -> tuple:
+    m = re.match(r"^(\D*)(\d+)$", dn)
+    return (m.group(1), int(m.group(2))) if m else (dn, 0)

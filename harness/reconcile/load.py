@@ -307,6 +307,15 @@ class RunSet:
                          .select("run_id", F.explode(F.map_keys("datanodes")).alias("dn")))
 
     @property
+    def fs_space(self) -> DataFrame:
+        """run_id, dn, reserved_for_replicas, free, used: each DataNode's space as
+        final_state.json recorded it; one row with dn null for a final state that records
+        none (the mini-HDFS), the columns null for a DataNode that did not answer."""
+        return self.memo("fs_space", lambda: self.final
+                         .select("run_id", F.explode_outer("datanode_space").alias("dn", "s"))
+                         .select("run_id", "dn", "s.reserved_for_replicas", "s.free", "s.used"))
+
+    @property
     def fs_readback(self) -> DataFrame:
         """run_id, path, len, crc, error: each file as a client read it back (len and crc
         null, error set, when the read failed)."""

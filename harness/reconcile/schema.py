@@ -115,5 +115,12 @@ FINAL_STATE_SCHEMA = T.StructType([
         T.StructField("crc", T.LongType()),
         T.StructField("error", T.StringType()),
     ]))),
+    # each DataNode's space (Hadoop: its JMX; null for one that did not answer)
+    T.StructField("datanode_space", T.MapType(T.StringType(), T.StructType([
+        T.StructField("reserved_for_replicas", T.LongType()),
+        T.StructField("free", T.LongType()),
+        T.StructField("used", T.LongType()),
+        T.StructField("reserved", T.LongType()),
+    ]))),
     T.StructField(CORRUPT, T.StringType()),
 ])

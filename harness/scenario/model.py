@@ -689,6 +689,16 @@ class RecoveryCounts:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class DataNodeExpectation:
+    """What must hold for every DataNode at the end of the run (final_state.json's
+    datanode_space, read from each DataNode's JMX on Hadoop)."""
+
+    reserved_for_replicas: int | None = spec(
+        Size(), "space reserved for replicas being written, over all its volumes, exactly "
+        "this (0: every write released what it reserved)", default=None)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Expect:
     """The verdict the run must reach (compared by harness.reconcile)."""
 
@@ -704,6 +714,9 @@ class Expect:
     recoveries: RecoveryCounts = spec(Struct(RecoveryCounts), "recovery counts",
                                       default_factory=RecoveryCounts)
     max_recovery: float | None = spec(Duration(), "no recovery takes longer", default=None)
+    datanodes: DataNodeExpectation = spec(Struct(DataNodeExpectation),
+                                          "every DataNode at the end of the run",
+                                          default_factory=DataNodeExpectation)
     workload: dict[str, str] = spec(MapOf(Ref("workload", "a workload id"),
                                           Enum(OUTCOMES, "outcome")),
                                     "outcome of each workload operation: ok | error",

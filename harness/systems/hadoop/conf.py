@@ -62,7 +62,8 @@ _BARE_ONLY = {"dfs.namenode.lease-recheck-interval-ms", "dfs.blockreport.interva
               "dfs.client.socket-timeout", "ipc.client.connect.timeout",
               "ipc.client.rpc-timeout.ms", "dfs.datanode.xceiver.stop.timeout.millis",
               "dfs.namenode.redundancy.interval.seconds",
-              "dfs.namenode.startup.delay.block.deletion.sec"}
+              "dfs.namenode.startup.delay.block.deletion.sec",
+              "dfs.datanode.socket.write.timeout"}
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

@@ -10,6 +10,9 @@ replicas are read straight from disk, which works whether the DataNode is up or 
 beside it (FINALIZED), and `.../rbw/` (RBW; after a restart Hadoop loads these as RWR,
 which the disk does not tell apart). The CRC is zlib's CRC-32 of the data file, as the
 mini-HDFS reports it.
+
+`datanode_space` is each running DataNode's space from its JMX (bean DataNodeInfo,
+attribute VolumeInfo, summed over its volumes); a DataNode that does not answer is null.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import json
 import os
 import re
 import subprocess
+import time
 import zlib
 
 from minihdfs.cluster import ClusterError
@@ -77,6 +81,48 @@ def scan_storage(storage: str) -> list[dict]:
     return sorted(out, key=lambda r: (r["block"], r["gs"]))
 
 
+# DataNodeInfo.VolumeInfo's keys per volume -> ours (DataNode.getVolumeInfo, every 3.x)
+VOLUME_KEYS = {"reservedSpaceForReplicas": "reserved_for_replicas", "freeSpace": "free",
+               "usedSpace": "used", "reservedSpace": "reserved"}
+
+
+def volume_space(volume_info: str) -> dict:
+    """One DataNode's space summed over its volumes, from the JSON text of its
+    DataNodeInfo bean's VolumeInfo ({volume: {usedSpace, freeSpace, reservedSpace,
+    reservedSpaceForReplicas, numBlocks, storageType}})."""
+    volumes = json.loads(volume_info)
+    if not isinstance(volumes, dict):
+        raise ClusterError(f"VolumeInfo is not a map of volumes: {volume_info[:200]!r}")
+    out = {ours: 0 for ours in VOLUME_KEYS.values()}
+    for name, vol in volumes.items():
+        for theirs, ours in VOLUME_KEYS.items():
+            if not isinstance(vol, dict) or not isinstance(vol.get(theirs), int):
+                raise ClusterError(f"VolumeInfo of volume {name} has no {theirs}")
+            out[ours] += vol[theirs]
+    out["volumes"] = len(volumes)
+    return out
+
+
+def datanode_space(cluster, attempts: int = 3, timeout: float = 10.0,
+                   pause: float = 1.0) -> dict:
+    """dn -> its space from JMX (volume_space), or None for a DataNode that does not answer
+    `attempts` times (down, or paused); a loaded machine may keep a DataNode's HTTP server
+    from answering within a couple of seconds, hence the retries and the long timeout."""
+    out = {}
+    for dn in cluster.datanodes():
+        out[dn] = None
+        for attempt in range(attempts):
+            try:
+                bean = cluster.jmx(dn, "Hadoop:service=DataNode,name=DataNodeInfo",
+                                   timeout=timeout)
+                out[dn] = volume_space(bean["VolumeInfo"])
+                break
+            except (OSError, ValueError, KeyError, ClusterError):
+                if attempt + 1 < attempts:
+                    time.sleep(pause)
+    return out
+
+
 def namenode_view(cluster, read_back: bool = True, client_id: str = "harness",
                   path: str | None = None, timeout: float = 120.0) -> dict:
     """The NameNode's files, leases and DataNodes (and the read-back), locations as ids."""
@@ -112,5 +158,6 @@ def final_state(cluster, read_back: bool = True) -> dict:
     datanodes = {dn: scan_storage(cluster.nodes[dn]["storage"]) for dn in cluster.datanodes()}
     return {"files": view["files"], "leases": view["leases"], "datanodes": datanodes,
             "datanode_report": view.get("datanode_report", []),
+            "datanode_space": datanode_space(cluster),
             "readback": view["readback"] if read_back else {}, "system": "hadoop",
             "hadoop_version": cluster.version}
