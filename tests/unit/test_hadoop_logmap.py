@@ -405,6 +405,25 @@ def test_banners_start_and_stop():
     assert one(dn, "datanode") == [dict(event="dn.start", replicas=None), dict(event="dn.stop")]
 
 
+def test_namenode_starts_when_its_image_starts_loading():
+    # a real 3.4.2 restart (nn-restart-open-file, load 70): the edits that restored the open
+    # file's lease loaded 0.3-0.7 s before "Finished loading FSImage", and the lease expired
+    # 4.64 s after that line; nn.start there made L3 fail on a true log
+    head = "2026-11-26 13:04:50,100 INFO [main] NameNode/StringUtils: STARTUP_MSG: "
+    planning = ("2026-11-26 13:04:56,068 INFO [main] FSImage/FSImage: Planning to load image: "
+                "FSImageFile(file=/s/nn/current/fsimage_0000000000000000000, cpktTxId=0)")
+    edits = ("2026-11-26 13:04:56,600 INFO [main] FSImage/FSEditLogLoader: Start loading edits "
+             "file /s/nn/current/edits_0000000000000000001-0000000000000000012 maxTxnsToRead = "
+             "9223372036854775807")
+    loaded = ("2026-11-26 13:04:57,280 INFO [main] FSNamesystem/FSNamesystem: Finished loading "
+              "FSImage in 1689 msecs")
+    run = [head, "STARTUP_MSG: Starting NameNode", "STARTUP_MSG:   args = []",
+           planning, edits, loaded]
+    evs = map_lines(run, "namenode", hosts=HOSTS)
+    assert [e["event"] for e in evs] == ["nn.start"]
+    assert evs[0]["ts"] == parse_line(planning).ts
+
+
 
 # a real 3.4.2 run (hard-limit-committed-last-block): complete() answered "not yet" twice
 NN_COMPLETE_REQ = "2026-11-26 10:41:04,504 DEBUG [IPC Server handler 7 on default port 21632] StateChange/FSDirWriteFileOp: DIR* NameSystem.completeFile: /data/f1 for DFSClient_NONMAPREDUCE_-55009994_1"

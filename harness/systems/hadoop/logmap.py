@@ -1135,6 +1135,9 @@ TABLE_3_4: list[Rule] = [
     _r("startup_args_nn", "namenode", r"^STARTUP_MSG:\s+args = \[(.*)\]", _startup_args,
        bare=True),
     _r("shutdown_nn", "namenode", r"^SHUTDOWN_MSG: Shutting down NameNode", _shutdown, bare=True),
+    # the image load starts before any lease is restored (FSImage.loadFSImage; the image's
+    # and the edits' open files get their renewal time while they load); fallback: its end
+    _r("namespace_loading", "namenode", r"^Planning to load image: ", _nn_loaded),
     _r("namespace_loaded", "namenode", r"^Finished loading FSImage in \d+ msecs", _nn_loaded),
     _r("startup_dn", "datanode", r"^STARTUP_MSG: Starting DataNode", _startup, bare=True),
     _r("startup_args_dn", "datanode", r"^STARTUP_MSG:\s+args = \[(.*)\]", _startup_args,
