@@ -53,6 +53,8 @@ def _workload_ops(scenario: Scenario) -> dict[str, list[dict]]:
                 "gated": op.at != AtTime(0.0)}
         if op.new_len is not None:
             item["new_len"] = op.new_len
+        if op.new_block:
+            item["new_block"] = True
         if op.op == "recover_lease":
             item["timeout"] = max(10.0, scenario.timeout)
         per_client.setdefault(op.client, []).append(item)

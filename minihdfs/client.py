@@ -121,8 +121,11 @@ class DFSClient:
                               overwrite=overwrite, replication=replication, block_size=block_size)
         return DFSOutputStream(self, status["path"], status, mode="create")
 
-    def append(self, path: str) -> "DFSOutputStream":
-        status = self.nn_call("append", path=path, holder=self.holder, client_machine=self.id)
+    def append(self, path: str, new_block: bool = False) -> "DFSOutputStream":
+        """Append to `path`: fill its partial last block, or with `new_block` (Hadoop's
+        CreateFlag.NEW_BLOCK) start a new block after it."""
+        status = self.nn_call("append", path=path, holder=self.holder, client_machine=self.id,
+                              new_block=new_block)
         return DFSOutputStream(self, status["path"], status, mode="append")
 
     def recover_lease(self, path: str) -> bool:
@@ -256,6 +259,10 @@ class DFSOutputStream:
         if last is not None:   # append to a partial last block
             self.streamer.setup_append(last)
             self.buffer_block_offset = last["len"]
+        elif status.get("previous_block") is not None:
+            # DFSOutputStream's append with NEW_BLOCK: the file's last block, as it is, is
+            # the previous block of the first addBlock
+            self.streamer.last_block = dict(status["previous_block"])
         client.renewer.begin(path)
         # stream_crc: the CRC-32 of the bytes written to this stream so far, so that a
         # verifier can check any prefix of the stream with one CRC combine

@@ -176,9 +176,10 @@ class NameNode:
         elif op == "OP_RENAME":
             self._rename_tree(edit["src"], edit["dst"])
         else:   # OP_ADD, OP_ADD_BLOCK, OP_UPDATE_BLOCKS, OP_CLOSE, OP_REASSIGN_LEASE, ...
-            self._put_file(edit["file"])
+            # 3.x FSEditLogLoader OP_APPEND: an append to a new block leaves the last block COMPLETE
+            self._put_file(edit["file"], last_complete=bool(edit.get("new_block")))
 
-    def _put_file(self, rec: dict) -> None:
+    def _put_file(self, rec: dict, last_complete: bool = False) -> None:
         old = self.files.get(rec["path"])
         for b in old.blocks if old else []:
             if b not in {x["block"] for x in rec["blocks"]}:
@@ -192,7 +193,8 @@ class NameNode:
             last = i == len(rec["blocks"]) - 1
             # seed 004 5 (Hadoop's loadINodeFileUnderConstruction): the last block of a
             # file still open is UNDER_CONSTRUCTION, whatever state it was in before
-            info.state = UNDER_CONSTRUCTION if inode.under_construction and last else COMPLETE
+            info.state = UNDER_CONSTRUCTION if inode.under_construction and last \
+                and not last_complete else COMPLETE
             self.blocks[b["block"]] = info
             inode.blocks.append(b["block"])
         self.files[rec["path"]] = inode
@@ -393,7 +395,8 @@ class NameNode:
                       block_size=inode.block_size)
             return {"path": path, "replication": inode.replication, "block_size": inode.block_size}
 
-    def rpc_append(self, path: str, holder: str, client_machine: str = "") -> dict:
+    def rpc_append(self, path: str, holder: str, client_machine: str = "",
+                   new_block: bool = False) -> dict:
         path = normalize(path)
         with self.lock:
             self._check_safe_mode("append", "Cannot append to file" + path, path, holder)
@@ -402,19 +405,24 @@ class NameNode:
                 raise self._reject("append", IOExceptionRemote,
                                    f"the last block of {path} is not COMPLETE", path, holder)
             inode.client_name, inode.client_machine = holder, client_machine
-            last = None
+            last = previous = None
             if inode.blocks:
                 info = self.blocks[inode.blocks[-1]]
-                if info.num_bytes < inode.block_size:
+                if new_block:
+                    # 3.x FSDirAppendOp.prepareFileForAppend (newBlock): the last block stays
+                    # COMPLETE, however partial; it is the previous block of the next addBlock
+                    previous = {"block": info.id, "gs": info.gs, "len": info.num_bytes}
+                elif info.num_bytes < inode.block_size:
                     # seed 004: append turns a COMPLETE last block back into UNDER_CONSTRUCTION
                     info.expected = [dn for dn in info.finalized_matching() if self._alive(dn)]
                     self._set_state(info, UNDER_CONSTRUCTION)
                     last = self._located(info, client_machine)
-            self._log_file("OP_APPEND", inode)
+            self.editlog.log("OP_APPEND", file=inode.to_record(self.blocks), new_block=new_block)
             self._add_lease(holder, path)
-            self.emit("nn.file.append", path=path, holder=holder, len=self._file_len(inode))
+            self.emit("nn.file.append", path=path, holder=holder, len=self._file_len(inode),
+                      new_block=new_block)
             return {"path": path, "replication": inode.replication, "block_size": inode.block_size,
-                    "len": self._file_len(inode), "last_block": last}
+                    "len": self._file_len(inode), "last_block": last, "previous_block": previous}
 
     def _take_over(self, op: str, path: str, holder: str) -> INodeFile:
         """The file for an append or truncate: if another writer holds it, its lease must

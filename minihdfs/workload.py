@@ -77,7 +77,7 @@ def run_op(client: DFSClient, content: Content, op: dict, open_streams: list) ->
                                    replication=op.get("replication", 0))
             start = 0
         else:
-            stream = client.append(path)
+            stream = client.append(path, new_block=op.get("new_block", False))
             start = stream.file_offset
         n = write_stream(stream, content, path, start, op.get("size", 0), op.get("hflush_every"))
         if op.get("close", True):

@@ -173,12 +173,12 @@ class Cluster:
 # Which fields each op needs and accepts, besides id, client, op, path and at.
 OP_FIELDS: dict[str, tuple[frozenset, frozenset]] = {
     "write": (frozenset({"size"}), frozenset({"size", "hflush_every", "close"})),
-    "append": (frozenset({"size"}), frozenset({"size", "hflush_every", "close"})),
+    "append": (frozenset({"size"}), frozenset({"size", "hflush_every", "close", "new_block"})),
     "read": (frozenset(), frozenset()),
     "recover_lease": (frozenset(), frozenset()),
     "truncate": (frozenset({"new_len"}), frozenset({"new_len"})),
 }
-_OP_OPTIONAL = ("size", "hflush_every", "close", "new_len")
+_OP_OPTIONAL = ("size", "hflush_every", "close", "new_len", "new_block")
 
 
 def _operation_schema(out: dict, defs: dict) -> None:
@@ -208,6 +208,9 @@ class Operation:
                        default=True, example=True)
     at: Trigger = spec(TRIGGER, "when the operation starts", default=AtTime(0.0), example="0s")
     new_len: int | None = spec(Size(), "truncate: the new length", default=None)
+    new_block: bool = spec(Bool(), "append: write into a new block (CreateFlag.NEW_BLOCK) "
+                           "instead of filling the partial last block", default=False,
+                           example=True)
 
     @classmethod
     def check(cls, ctx: Context, node, path, values, given):

@@ -389,6 +389,46 @@ def test_append_to_a_full_last_block_starts_a_new_block(nn):
     assert lb["block"] != last["block"]
 
 
+def test_append_with_new_block_leaves_the_partial_last_block_complete(nn):
+    nn.rpc_create("/f", "c1", replication=3, block_size=4096)
+    first = write_block(nn, "/f", "c1", 1500)
+    assert nn.rpc_complete("/f", "c1", last=first)
+    reply = nn.rpc_append("/f", "c2", client_machine="c2", new_block=True)
+    assert reply["last_block"] is None and reply["len"] == 1500
+    assert reply["previous_block"] == {"block": first["block"], "gs": first["gs"], "len": 1500}
+    assert state_of(nn, first["block"]) == COMPLETE
+    assert nn.rpc_getFileInfo("/f")["holder"] == "c2"
+    assert nn.events.named("nn.file.append", path="/f", holder="c2")[-1]["new_block"] is True
+    # the next addBlock names the partial block as its previous one: nothing to commit
+    second = nn.rpc_addBlock("/f", "c2", previous=reply["previous_block"])
+    assert second["block"] != first["block"]
+    assert state_of(nn, first["block"]) == COMPLETE and nn.blocks[first["block"]].num_bytes == 1500
+    for dn in second["locations"]:
+        received(nn, dn, second["block"], second["gs"], 700)
+    assert nn.rpc_complete("/f", "c2", last={"block": second["block"], "gs": second["gs"],
+                                              "len": 700})
+    located = nn.rpc_getBlockLocations("/f")
+    assert [(b["offset"], b["len"]) for b in located["blocks"]] == [(0, 1500), (1500, 700)]
+    # a plain append then reopens the partial last block, not the first one
+    again = nn.rpc_append("/f", "c3")
+    assert again["last_block"]["block"] == second["block"] and again["len"] == 2200
+
+
+def test_append_with_new_block_survives_a_restart_with_the_last_block_complete(tmp_path,
+                                                                                namenodes):
+    nn = new_namenode(tmp_path / "nn")
+    namenodes.append(nn)
+    nn.rpc_create("/f", "c1", replication=1)
+    first = write_block(nn, "/f", "c1", 1500)
+    assert nn.rpc_complete("/f", "c1", last=first)
+    nn.rpc_append("/f", "c2", new_block=True)
+    nn._stopped.set()        # a crash: the edit log is replayed
+    nn2 = new_namenode(tmp_path / "nn", {"dfs.namenode.safemode.threshold-pct": 0})
+    namenodes.append(nn2)
+    assert nn2.rpc_getFileInfo("/f")["closed"] is False
+    assert state_of(nn2, first["block"]) == COMPLETE
+
+
 def test_append_to_an_open_file_or_a_missing_one_is_refused(nn):
     with pytest.raises(FileNotFoundException):
         nn.rpc_append("/nope", "c1")

@@ -110,6 +110,25 @@ faults:
     assert scenario.faults[1].delay == pytest.approx(0.001)
 
 
+def test_append_with_new_block_reaches_the_client_ops_and_only_append_takes_it():
+    from harness.runner import _workload_ops
+    scenario = load_scenario_text("""
+name: new-block
+workload:
+  - {id: w1, client: c1, op: write, path: /f, size: 1k}
+  - {id: w2, client: c1, op: append, path: /f, size: 1k, new_block: true}
+  - {id: w3, client: c1, op: append, path: /f, size: 1k}
+""")
+    assert [op.new_block for op in scenario.workload] == [False, True, False]
+    ops = _workload_ops(scenario)["c1"]
+    assert ops[1]["new_block"] is True and "new_block" not in ops[2]
+    with pytest.raises(Exception, match="new_block: not used by op write"):
+        load_scenario_text("""
+name: bad
+workload: [{id: w1, client: c1, op: write, path: /f, size: 1k, new_block: true}]
+""")
+
+
 def test_between_groups_become_directed_links_both_ways():
     assert between_links([["dn1"], ["dn2", "dn3"]]) == (
         ("dn1", "dn2"), ("dn1", "dn3"), ("dn2", "dn1"), ("dn3", "dn1"))

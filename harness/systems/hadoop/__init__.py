@@ -12,6 +12,7 @@ and java/ (the workload client HdfsChaosClient, built by `java/build.sh`).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import time
@@ -90,10 +91,17 @@ class Hadoop(SystemUnderTest):
     def client_classes(self) -> str:
         """HdfsChaosClient compiled for this release (java/build.sh)."""
         build = os.path.join(JAVA_DIR, "build.sh")
-        out = os.path.join(str(fetch.release_dir(self.version)), "classes-client")
+        sources = sorted(os.path.join(JAVA_DIR, n) for n in os.listdir(JAVA_DIR)
+                         if n.endswith((".java", ".sh")))
+        # one folder per source content: checkouts sharing the release cache never run
+        # each other's client, whatever the files' times
+        digest = hashlib.sha256()
+        for path in sources:
+            with open(path, "rb") as f:
+                digest.update(f.read())
+        out = os.path.join(str(fetch.release_dir(self.version)),
+                           f"classes-client-{digest.hexdigest()[:12]}")
         built = os.path.join(out, f"{CLIENT_CLASS}.class")
-        sources = [os.path.join(JAVA_DIR, n) for n in os.listdir(JAVA_DIR)
-                   if n.endswith((".java", ".sh"))]
         # rebuilt when missing or older than its source (an edited client is not stale)
         if not os.path.isfile(built) or \
                 os.path.getmtime(built) < max(os.path.getmtime(p) for p in sources):

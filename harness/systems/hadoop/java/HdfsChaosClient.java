@@ -24,6 +24,7 @@ import java.nio.file.Files;
 import java.security.MessageDigest;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -32,6 +33,7 @@ import java.util.zip.CRC32;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.CreateFlag;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -377,6 +379,12 @@ public class HdfsChaosClient {
                             : fs.create(p, overwrite);
                     s = new Stream(out, path, "create");
                     start = 0;
+                } else if (flag(op, "new_block", false)) {
+                    // CreateFlag.NEW_BLOCK: the data goes into a new block, the partial
+                    // last block stays as it is
+                    s = new Stream(fs.append(p, EnumSet.of(CreateFlag.APPEND, CreateFlag.NEW_BLOCK),
+                                             4096, null), path, "append");
+                    start = s.offset;
                 } else {
                     s = new Stream(fs.append(p), path, "append");
                     start = s.offset;
