@@ -57,10 +57,10 @@ def test_why_a_scenario_is_not_run_on_a_system(tmp_path):
                          + "systems: [minihdfs]\nsystems_reason: needs racks\n")
     soft = tmp_path / "soft.yaml"    # a soft limit Hadoop cannot take, no systems given
     soft.write_text(text.replace("name: replace-never", "name: soft")
-                    .replace("lease.hard-limit: 5s", "lease.soft-limit: 2s\n    lease.hard-limit: 5s"))
+                    .replace("  config:\n", "  config:\n    lease.soft-limit: 2s\n    lease.hard-limit: 5s\n"))
     runs = tmp_path / "runs.yaml"    # Hadoop's fixed soft limit, a hard limit it takes
     runs.write_text(text.replace("name: replace-never", "name: runs")
-                    .replace("lease.hard-limit: 5s", "lease.soft-limit: 60s\n    lease.hard-limit: 60s"))
+                    .replace("  config:\n", "  config:\n    lease.soft-limit: 60s\n    lease.hard-limit: 60s\n"))
     takeover = os.path.join(ROOT, "scenarios", "second-writer-after-soft-limit.yaml")
     scenarios, issues = validate_files([str(only_mini), str(soft), str(runs), SCENARIO, takeover])
     assert not issues, [str(i) for i in issues]
