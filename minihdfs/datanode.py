@@ -601,7 +601,9 @@ class BlockReceiver:
         data, h, stage = self.dn.data, self.h, self.stage
         min_bytes, max_bytes = int(h.get("min_bytes", 0)), int(h.get("max_bytes", 0))
         if stage == STAGE_CREATE:
-            return data.create_rbw(self.block, self.gs)
+            # a create-stage recovery (3.4.1) sends the failed setup's GS as old_gs
+            return data.create_rbw(self.block, self.gs,
+                                   recreate=int(h.get("old_gs", self.gs)) != self.gs)
         if stage == STAGE_APPEND:
             return data.append(self.block, int(h["old_gs"]), self.gs, min_bytes)
         if stage == STAGE_STREAMING_RECOVERY:

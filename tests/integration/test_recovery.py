@@ -427,6 +427,37 @@ def test_datanode_killed_at_pipeline_setup_abandons_and_reallocates(make_cluster
     client.close()
 
 
+@pytest.mark.parametrize("min_replication", [0, 1])
+def test_new_block_setup_failure_with_min_replication(make_cluster, min_replication):
+    """Four of six DataNodes are dead but still live for the NameNode: every pipeline of
+    three, and every one after each exclusion, holds a dead node. Abandoning the block and
+    excluding one node per attempt runs out of the four attempts; with min-replication 1
+    the new block's pipeline is recovered on its survivors (3.4.1 setupPipelineForCreate)."""
+    cluster = make_cluster(datanodes=6, config={
+        "dfs.namenode.stale.datanode.interval": "60s",
+        "dfs.namenode.heartbeat.recheck-interval": "60s",
+        "dfs.client.block.write.replace-datanode-on-failure.min-replication": min_replication})
+    client = cluster.client("c1", os.path.join(cluster.dir, "events", "c1.jsonl"))
+    for dn in ("dn3", "dn4", "dn5", "dn6"):
+        cluster.kill_node(dn)
+    s = client.create("/r")
+    if min_replication == 0:
+        with pytest.raises(IOError, match="Unable to create new block"):
+            s.write(os.urandom(100 * KiB))
+            s.close()
+        assert len(events(cluster, "c1", "client.pipeline.abandon")) == 4
+        client.close()
+        return
+    s.write(os.urandom(100 * KiB))
+    s.close()
+    rec = events(cluster, "c1", "client.pipeline.recovered", path="/r")
+    assert rec and set(rec[-1]["pipeline"]) <= {"dn1", "dn2"}
+    ups = events(cluster, "nn", "nn.block.update_pipeline", block=rec[-1]["block"])
+    assert ups and ups[-1]["gs"] == rec[-1]["gs"] and ups[-1]["pipeline"] == rec[-1]["pipeline"]
+    assert file_closed(cluster, "/r")
+    client.close()
+
+
 def test_error_while_closing_uses_close_recovery(make_cluster, recovery_latency):
     cluster = make_cluster(datanodes=3, config={"dfs.client.socket-timeout": "3s"})
     client = cluster.client("c1", os.path.join(cluster.dir, "events", "c1.jsonl"))
