@@ -888,12 +888,9 @@ class DataStreamer(threading.Thread):
         if not wanted:
             self.emit("client.pipeline.replace", decision="not_needed", new_node=None, **base)
             return
-        if stage == STAGE_CLOSE_RECOVERY:
-            # the block is being closed: Hadoop's addDatanode2ExistingPipeline returns
-            # without adding a node and leaves re-replication to the NameNode
-            self.emit("client.pipeline.replace", decision="not_needed", new_node=None,
-                      reason="pipeline closing", **base)
-            return
+        # 3.4.0 DataStreamer.addDatanode2ExistingPipeline adds a node in the close stage
+        # too (HDFS-16146; 2.x-3.3 returned at once): the survivor transfers its FINALIZED
+        # replica
         error = None
         for _ in range(2):
             try:

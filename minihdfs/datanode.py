@@ -452,7 +452,7 @@ class DataNode:
 
     def _transfer_block(self, conn: socket.socket, h: dict) -> None:
         """TRANSFER_BLOCK from a client: copy our replica to `targets` (pipeline recovery)."""
-        block, targets, stage = int(h["block"]), list(h["targets"]), h["stage"]
+        block, targets = int(h["block"]), list(h["targets"])
         replica = self.data.get(block)
         if replica is None or replica.state not in (FINALIZED, RBW):
             wire.send_message(conn, {"status": "ERROR", "message": f"no replica of {block} to transfer"})
@@ -461,6 +461,8 @@ class DataNode:
             wire.send_message(conn, {"status": "ERROR",
                                      "message": f"replica gs {replica.gs} len {replica.visible_length}"})
             return
+        # 3.x DataNode.transferReplicaForPipelineRecovery: the stage follows our replica
+        stage = STAGE_TRANSFER_FINALIZED if replica.state == FINALIZED else STAGE_TRANSFER_RBW
         try:
             self.transfer(replica, targets, stage, h.get("client", ""))
         except (OSError, EOFError, HdfsError, wire.MalformedFrame) as e:

@@ -459,7 +459,10 @@ def test_new_block_setup_failure_with_min_replication(make_cluster, min_replicat
 
 
 def test_error_while_closing_uses_close_recovery(make_cluster, recovery_latency):
-    cluster = make_cluster(datanodes=3, config={"dfs.client.socket-timeout": "3s"})
+    # NEVER: with no spare DataNode, DEFAULT after an hflush would fail the close (3.4.0)
+    cluster = make_cluster(datanodes=3, config={
+        "dfs.client.socket-timeout": "3s",
+        "dfs.client.block.write.replace-datanode-on-failure.policy": "NEVER"})
     client = cluster.client("c1", os.path.join(cluster.dir, "events", "c1.jsonl"))
     s = client.create("/c")
     data = os.urandom(300 * KiB)
@@ -481,6 +484,37 @@ def test_error_while_closing_uses_close_recovery(make_cluster, recovery_latency)
     report = fsck(cluster, "/c")
     assert report["closed"]
     assert_replicas_agree(report, live=setup[0]["pipeline"])
+    client.close()
+
+
+def test_error_while_closing_adds_a_replacement(make_cluster):
+    """3.4.0 (HDFS-16146): a close-stage recovery asks the replace policy too. DEFAULT,
+    r=3, hflushed, two survivors: the spare DataNode gets the survivor's FINALIZED
+    replica and joins the PIPELINE_CLOSE_RECOVERY pipeline."""
+    cluster = make_cluster(datanodes=4, config={"dfs.client.socket-timeout": "3s"})
+    client = cluster.client("c1", os.path.join(cluster.dir, "events", "c1.jsonl"))
+    s = client.create("/c")
+    data = os.urandom(300 * KiB)
+    s.write(data)
+    s.hflush()                         # everything acked: only the close packet is left
+    first = list(s.streamer.nodes)
+    last = first[-1]
+    spare = ({"dn1", "dn2", "dn3", "dn4"} - set(first)).pop()
+    cluster.pause_node(last)
+    s.close()                          # its ack never comes from the paused node
+    cluster.resume_node(last)
+    added = [e for e in events(cluster, "c1", "client.pipeline.replace")
+             if e["decision"] == "added"]
+    assert added and added[0]["stage"] == "PIPELINE_CLOSE_RECOVERY"
+    assert added[0]["new_node"] == spare
+    assert all_events(cluster, "dn.transfer", target=spare)
+    setup = [e for e in events(cluster, "c1", "client.pipeline.setup")
+             if e["stage"] == "PIPELINE_CLOSE_RECOVERY"]
+    assert setup and set(setup[-1]["pipeline"]) == set(first[:-1]) | {spare}
+    assert client.read("/c") == data
+    report = fsck(cluster, "/c")
+    assert report["closed"]
+    assert_replicas_agree(report, live=setup[-1]["pipeline"])
     client.close()
 
 
