@@ -461,6 +461,8 @@ class DataStreamer(threading.Thread):
         self.best_effort = conf["dfs.client.block.write.replace-datanode-on-failure.best-effort"]
         self.max_recoveries = conf["dfs.client.pipeline.recovery.max-retries"]
         self.write_retries = conf["dfs.client.block.write.retries"]
+        self.min_replication = conf[
+            "dfs.client.block.write.replace-datanode-on-failure.min-replication"]
         self._stopping = False
         self.last_send = time.monotonic()
 
@@ -595,14 +597,46 @@ class DataStreamer(threading.Thread):
             bad = self.create_block_output_stream(self.nodes, lb["gs"], STAGE_CREATE)
             if bad is None:
                 return
-            bad_node = self.nodes[bad]
             self.emit_error(STAGE_CREATE, bad, f"setup: {self.error_reason}")
+            bad = self._recover_new_block(bad)
+            if bad is None:
+                return
+            bad_node = self.nodes[bad] if bad >= 0 else self.failed[-1]
             self.emit("client.pipeline.abandon", path=path, block=lb["block"], gs=lb["gs"],
                       bad_node=bad_node)
             self.client.nn_call("abandonBlock", path=path, holder=holder, block=lb["block"])
             excluded.append(bad_node)
             self.block = None
         raise PipelineError(f"Unable to create new block for {path}: excluded {excluded}")
+
+    def _recover_new_block(self, bad: int) -> int | None:
+        """3.4.1 DataStreamer.setupPipelineForCreate: a new block whose setup failed is
+        recovered on the survivors (new GS, same stage, updatePipeline) while at least
+        min-replication nodes remain; 0 keeps the old abandon. None: set up; else the
+        index of the node to exclude (-1: the last one dropped)."""
+        path, holder = self.s.path, self.client.holder
+        while self.min_replication > 0:
+            # 3.x DataStreamer.handleBadDatanode: the last node is never dropped
+            if len(self.nodes) <= 1:
+                return bad
+            self.failed.append(self.nodes.pop(bad))
+            # 3.x setupPipelineInternal: no replacement in the create stage
+            # (addDatanode2ExistingPipeline: no data written yet)
+            if len(self.nodes) < self.min_replication:
+                return -1
+            old = dict(self.block)
+            new_gs = self.client.nn_call("updateBlockForPipeline", block=old["block"],
+                                         holder=holder)["gs"]
+            bad = self.create_block_output_stream(self.nodes, new_gs, STAGE_CREATE)
+            self.block = {"block": old["block"], "gs": new_gs, "len": 0}
+            if bad is None:
+                self.client.nn_call("updatePipeline", holder=holder, old_block=old,
+                                    new_block=self.block, new_nodes=self.nodes)
+                self.emit("client.pipeline.recovered", path=path, block=old["block"],
+                          old_gs=old["gs"], gs=new_gs, pipeline=list(self.nodes), acked=0)
+                return None
+            self.emit_error(STAGE_CREATE, bad, f"recovery setup: {self.error_reason}")
+        return bad
 
     def _add_block(self, excluded: list[str]) -> dict:
         delay = 0.4
@@ -861,12 +895,9 @@ class DataStreamer(threading.Thread):
         if not wanted:
             self.emit("client.pipeline.replace", decision="not_needed", new_node=None, **base)
             return
-        if stage == STAGE_CLOSE_RECOVERY:
-            # the block is being closed: Hadoop's addDatanode2ExistingPipeline returns
-            # without adding a node and leaves re-replication to the NameNode
-            self.emit("client.pipeline.replace", decision="not_needed", new_node=None,
-                      reason="pipeline closing", **base)
-            return
+        # 3.4.0 DataStreamer.addDatanode2ExistingPipeline adds a node in the close stage
+        # too (HDFS-16146; 2.x-3.3 returned at once): the survivor transfers its FINALIZED
+        # replica
         error = None
         for _ in range(2):
             try:

@@ -188,6 +188,10 @@ KEYS: dict[str, Key] = {k.name: k for k in [
         _choice("NEVER", "DEFAULT", "ALWAYS"), "DEFAULT", "when to replace", "choice"),
     Key("dfs.client.block.write.replace-datanode-on-failure.best-effort", _flag, False,
         "go on with fewer nodes when replacement fails", "bool"),
+    # 3.x DataStreamer.setupPipelineInternal: with fewer nodes than this a new block's
+    # pipeline is abandoned instead of recovered (0: always abandoned, as before 3.4.1)
+    Key("dfs.client.block.write.replace-datanode-on-failure.min-replication", _int(0), 0,
+        "nodes a pipeline needs to go on after a failure without a replacement", "int"),
     Key("dfs.client.socket-timeout", _millis, 60000,
         "client read timeout on pipelines and reads", "duration"),
     Key("ipc.client.connect.timeout", _millis, 20000, "TCP connect timeout", "duration"),

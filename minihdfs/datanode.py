@@ -452,7 +452,7 @@ class DataNode:
 
     def _transfer_block(self, conn: socket.socket, h: dict) -> None:
         """TRANSFER_BLOCK from a client: copy our replica to `targets` (pipeline recovery)."""
-        block, targets, stage = int(h["block"]), list(h["targets"]), h["stage"]
+        block, targets = int(h["block"]), list(h["targets"])
         replica = self.data.get(block)
         if replica is None or replica.state not in (FINALIZED, RBW):
             wire.send_message(conn, {"status": "ERROR", "message": f"no replica of {block} to transfer"})
@@ -461,6 +461,8 @@ class DataNode:
             wire.send_message(conn, {"status": "ERROR",
                                      "message": f"replica gs {replica.gs} len {replica.visible_length}"})
             return
+        # 3.x DataNode.transferReplicaForPipelineRecovery: the stage follows our replica
+        stage = STAGE_TRANSFER_FINALIZED if replica.state == FINALIZED else STAGE_TRANSFER_RBW
         try:
             self.transfer(replica, targets, stage, h.get("client", ""))
         except (OSError, EOFError, HdfsError, wire.MalformedFrame) as e:
@@ -601,7 +603,9 @@ class BlockReceiver:
         data, h, stage = self.dn.data, self.h, self.stage
         min_bytes, max_bytes = int(h.get("min_bytes", 0)), int(h.get("max_bytes", 0))
         if stage == STAGE_CREATE:
-            return data.create_rbw(self.block, self.gs)
+            # a create-stage recovery (3.4.1) sends the failed setup's GS as old_gs
+            return data.create_rbw(self.block, self.gs,
+                                   recreate=int(h.get("old_gs", self.gs)) != self.gs)
         if stage == STAGE_APPEND:
             return data.append(self.block, int(h["old_gs"]), self.gs, min_bytes)
         if stage == STAGE_STREAMING_RECOVERY:

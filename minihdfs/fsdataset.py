@@ -195,9 +195,16 @@ class FsDataset:
             meta.write(_META_HEADER.pack(1, wire.CHECKSUM_CRC32 if self.checksum == "CRC32"
                                          else wire.CHECKSUM_CRC32C, self.bpc))
 
-    def create_rbw(self, block: int, gs: int) -> ReplicaInfo:
+    def create_rbw(self, block: int, gs: int, recreate: bool = False) -> ReplicaInfo:
+        """PIPELINE_SETUP_CREATE; `recreate`: a create-stage recovery with a new GS, which
+        replaces the older replica its failed setup left (3.4.1 FsDatasetImpl.createRbw)."""
         with self.lock:
             old = self.replicas.get(block)
+            if old is not None and recreate and old.gs < gs:
+                self._stop_writer(old)
+                self._delete_files(old)
+                del self.replicas[block]
+                old = None
             if old is not None:
                 raise ReplicaAlreadyExistsException(
                     f"block {block} already exists in state {old.state} with gs {old.gs}")

@@ -427,8 +427,42 @@ def test_datanode_killed_at_pipeline_setup_abandons_and_reallocates(make_cluster
     client.close()
 
 
+@pytest.mark.parametrize("min_replication", [0, 1])
+def test_new_block_setup_failure_with_min_replication(make_cluster, min_replication):
+    """Four of six DataNodes are dead but still live for the NameNode: every pipeline of
+    three, and every one after each exclusion, holds a dead node. Abandoning the block and
+    excluding one node per attempt runs out of the four attempts; with min-replication 1
+    the new block's pipeline is recovered on its survivors (3.4.1 setupPipelineForCreate)."""
+    cluster = make_cluster(datanodes=6, config={
+        "dfs.namenode.stale.datanode.interval": "60s",
+        "dfs.namenode.heartbeat.recheck-interval": "60s",
+        "dfs.client.block.write.replace-datanode-on-failure.min-replication": min_replication})
+    client = cluster.client("c1", os.path.join(cluster.dir, "events", "c1.jsonl"))
+    for dn in ("dn3", "dn4", "dn5", "dn6"):
+        cluster.kill_node(dn)
+    s = client.create("/r")
+    if min_replication == 0:
+        with pytest.raises(IOError, match="Unable to create new block"):
+            s.write(os.urandom(100 * KiB))
+            s.close()
+        assert len(events(cluster, "c1", "client.pipeline.abandon")) == 4
+        client.close()
+        return
+    s.write(os.urandom(100 * KiB))
+    s.close()
+    rec = events(cluster, "c1", "client.pipeline.recovered", path="/r")
+    assert rec and set(rec[-1]["pipeline"]) <= {"dn1", "dn2"}
+    ups = events(cluster, "nn", "nn.block.update_pipeline", block=rec[-1]["block"])
+    assert ups and ups[-1]["gs"] == rec[-1]["gs"] and ups[-1]["pipeline"] == rec[-1]["pipeline"]
+    assert file_closed(cluster, "/r")
+    client.close()
+
+
 def test_error_while_closing_uses_close_recovery(make_cluster, recovery_latency):
-    cluster = make_cluster(datanodes=3, config={"dfs.client.socket-timeout": "3s"})
+    # NEVER: with no spare DataNode, DEFAULT after an hflush would fail the close (3.4.0)
+    cluster = make_cluster(datanodes=3, config={
+        "dfs.client.socket-timeout": "3s",
+        "dfs.client.block.write.replace-datanode-on-failure.policy": "NEVER"})
     client = cluster.client("c1", os.path.join(cluster.dir, "events", "c1.jsonl"))
     s = client.create("/c")
     data = os.urandom(300 * KiB)
@@ -450,6 +484,37 @@ def test_error_while_closing_uses_close_recovery(make_cluster, recovery_latency)
     report = fsck(cluster, "/c")
     assert report["closed"]
     assert_replicas_agree(report, live=setup[0]["pipeline"])
+    client.close()
+
+
+def test_error_while_closing_adds_a_replacement(make_cluster):
+    """3.4.0 (HDFS-16146): a close-stage recovery asks the replace policy too. DEFAULT,
+    r=3, hflushed, two survivors: the spare DataNode gets the survivor's FINALIZED
+    replica and joins the PIPELINE_CLOSE_RECOVERY pipeline."""
+    cluster = make_cluster(datanodes=4, config={"dfs.client.socket-timeout": "3s"})
+    client = cluster.client("c1", os.path.join(cluster.dir, "events", "c1.jsonl"))
+    s = client.create("/c")
+    data = os.urandom(300 * KiB)
+    s.write(data)
+    s.hflush()                         # everything acked: only the close packet is left
+    first = list(s.streamer.nodes)
+    last = first[-1]
+    spare = ({"dn1", "dn2", "dn3", "dn4"} - set(first)).pop()
+    cluster.pause_node(last)
+    s.close()                          # its ack never comes from the paused node
+    cluster.resume_node(last)
+    added = [e for e in events(cluster, "c1", "client.pipeline.replace")
+             if e["decision"] == "added"]
+    assert added and added[0]["stage"] == "PIPELINE_CLOSE_RECOVERY"
+    assert added[0]["new_node"] == spare
+    assert all_events(cluster, "dn.transfer", target=spare)
+    setup = [e for e in events(cluster, "c1", "client.pipeline.setup")
+             if e["stage"] == "PIPELINE_CLOSE_RECOVERY"]
+    assert setup and set(setup[-1]["pipeline"]) == set(first[:-1]) | {spare}
+    assert client.read("/c") == data
+    report = fsck(cluster, "/c")
+    assert report["closed"]
+    assert_replicas_agree(report, live=setup[-1]["pipeline"])
     client.close()
 
 
