@@ -134,6 +134,7 @@ class Key:
     default: Any
     help: str
     kind: str  # size | duration | int | float | bool | choice, for the JSON Schema
+    hadoop_only: bool = False   # only Hadoop reads it: a scenario run on the mini-HDFS may not set it
 
 
 KEYS: dict[str, Key] = {k.name: k for k in [
@@ -195,10 +196,11 @@ KEYS: dict[str, Key] = {k.name: k for k in [
     Key("dfs.client.socket-timeout", _millis, 60000,
         "client read timeout on pipelines and reads", "duration"),
     Key("ipc.client.connect.timeout", _millis, 20000, "TCP connect timeout", "duration"),
-    # read by Hadoop only (DfsClientConf, DNConf); the mini-HDFS has no socket write timeout
+    # read by Hadoop only (DfsClientConf, DNConf): the mini-HDFS has no socket write timeout
     Key("dfs.datanode.socket.write.timeout", _millis, 480000,
         "Hadoop's write timeout on pipeline sockets; a 3.3.1+ client also gives up an hflush "
-        "or close that waits this long (+5 s per pipeline node) for an ack", "duration"),
+        "or close that waits this long (+5 s per pipeline node) for an ack", "duration",
+        hadoop_only=True),
     Key("ipc.client.rpc-timeout.ms", _millis, 60000, "RPC reply timeout", "duration"),
     Key("dfs.client.datanode-restart.timeout", _seconds, 30,
         "how long a client waits for a restarting DataNode", "duration"),

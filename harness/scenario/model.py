@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Union
 import yaml
 
 from minihdfs.catalogue import EVENTS
-from minihdfs.config import Config
+from minihdfs.config import KEYS, Config
 
 from .fields import (INVALID, AnyValue, Bool, Context, Duration, Enum, HadoopConfig, Int,
                      ListOf, MapOf, NodeRef, Pair, Rate, Ref, Size, Str, Struct, Text,
@@ -829,6 +829,12 @@ class Scenario:
                 and cluster.system not in systems:
             ctx.error_at("cluster.system", f"{cluster.system} is not in systems "
                          f"{list(systems)}")
+        if isinstance(cluster, Cluster) and isinstance(systems, (list, tuple)) \
+                and "minihdfs" in systems:
+            for key in cluster.config:
+                if key in KEYS and KEYS[key].hadoop_only:
+                    ctx.error_at("cluster.config", f"{key}: only Hadoop reads it, the mini-HDFS "
+                                 f"has nothing it sets; declare `systems: [hadoop]` with a reason")
         if isinstance(cluster, Cluster) and cluster.system == "hadoop":
             from harness.systems.hadoop.conf import config_issues
             from harness.systems.hadoop.fetch import DEFAULT_VERSION

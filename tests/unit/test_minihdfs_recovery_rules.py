@@ -155,11 +155,25 @@ def test_retried_complete_matches_on_block_id_and_gs_only(nn):
 
 # -- 11. configuration keys nothing read -------------------------------------------------
 
-@pytest.mark.parametrize("key", ["dfs.datanode.socket.write.timeout",
-                                 "dfs.client.max.block.acquire.failures"])
+@pytest.mark.parametrize("key", ["dfs.client.max.block.acquire.failures"])
 def test_keys_that_nothing_reads_are_refused(key):
     with pytest.raises(ConfigError, match="unknown configuration key"):
         Config({key: 1})
+
+
+def test_a_key_only_hadoop_reads_is_refused_on_a_scenario_the_mini_hdfs_runs(tmp_path):
+    from harness.scenario import check_scenario_file
+    body = ("name: s\ncluster:\n  config: {dfs.datanode.socket.write.timeout: 20s}\n"
+            "workload:\n  - {id: w1, client: c1, op: write, path: /f, size: 1KiB}\n")
+    both = tmp_path / "both.yaml"
+    both.write_text(body)
+    scenario, issues = check_scenario_file(both)
+    assert scenario is None and any("only Hadoop reads it" in str(i) for i in issues)
+    hadoop = tmp_path / "hadoop.yaml"
+    hadoop.write_text(body.replace("cluster:\n", "cluster:\n  system: hadoop\n")
+                      + "systems: [hadoop]\nsystems_reason: the key\n")
+    scenario, issues = check_scenario_file(hadoop)
+    assert scenario is not None and not issues
 
 
 # -- 5. RWR replicas are not readable ----------------------------------------------------

@@ -183,7 +183,7 @@ def test_templates_ship_with_the_package():
     here = os.path.join(os.path.dirname(__file__), "..", "..", "harness", "reconcile",
                         "templates")
     assert sorted(n for n in os.listdir(here) if n.endswith(".j2")) == \
-        ["diff.html.j2", "index.html.j2", "report.html.j2"]
+        ["diff.html.j2", "index.html.j2", "known-bugs.html.j2", "report.html.j2"]
     json.dumps(verdict())    # the sample is what verdict.json holds
 
 
