@@ -17,6 +17,7 @@ attribute VolumeInfo, summed over its volumes); a DataNode that does not answer 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -34,13 +35,17 @@ _META = re.compile(r"^blk_(-?\d+)_(\d+)\.meta$")
 
 
 def tools_dir(version: str) -> str:
-    """The compiled javatools of `version`, built with javac when missing or older
-    than their sources (each release compiles against its own jars)."""
-    out = os.path.join(str(fetch.release_dir(version)), "classes-sut")
+    """The compiled javatools of `version`, built with javac when missing (each release
+    compiles against its own jars). One folder per source content: checkouts sharing
+    the release cache never run each other's tools, whatever the files' times."""
     sources = sorted(os.path.join(SOURCES, n) for n in os.listdir(SOURCES) if n.endswith(".java"))
+    digest = hashlib.sha256()
+    for path in sources:
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    out = os.path.join(str(fetch.release_dir(version)), f"classes-sut-{digest.hexdigest()[:12]}")
     stamp = os.path.join(out, ".built")
-    newest = max(os.path.getmtime(s) for s in sources)
-    if os.path.isfile(stamp) and os.path.getmtime(stamp) >= newest:
+    if os.path.isfile(stamp):
         return out
     os.makedirs(out, exist_ok=True)
     proc = subprocess.run(["javac", "-nowarn", "-d", out, "-cp",
