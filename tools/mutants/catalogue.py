@@ -556,6 +556,20 @@ MUTANTS: tuple[Mutant, ...] = (
         # one recovery instead of two (expect recoveries block: 2); the unit test
         # test_truncate_recovery_is_no_pending_attempt_a_lease_recovery_starts_its_own too
         scenarios=("truncate-then-recover-lease",)),
+    Mutant(
+        name="close-stage-no-replacement",
+        rule="a pipeline recovery in the close stage applies the replace-datanode policy "
+             "too (no early return: the block is not closed on fewer replicas)",
+        seed="3.4.0 DataStreamer.addDatanode2ExistingPipeline (HDFS-16146)",
+        file="minihdfs/client.py",
+        original="        # 3.4.0 DataStreamer.addDatanode2ExistingPipeline adds a node in the close stage\n",
+        replacement=("        if stage == STAGE_CLOSE_RECOVERY:   # mutant: 3.3's early return\n"
+                     "            self.emit(\"client.pipeline.replace\", decision=\"not_needed\", "
+                     "new_node=None, reason=\"pipeline closing\", **base)\n"
+                     "            return\n"),
+        # the known-bug scenario, run on the mini-HDFS (known-bugs/, not scenarios/):
+        # python -m tools.mutants run --targeted --scenarios 'known-bugs/*.yaml' ...
+        scenarios=("HDFS-16146",), checks=("P2", "D2", "D4")),
 )
 
 BY_NAME: dict[str, Mutant] = {m.name: m for m in MUTANTS}

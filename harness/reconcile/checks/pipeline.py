@@ -175,7 +175,6 @@ def check_p1(runs: RunSet) -> Outcome:
         F.col("r_pipeline").alias("recovered_pipeline")))
 
 
-CLOSING_STAGES = ("PIPELINE_CLOSE", "PIPELINE_CLOSE_RECOVERY")
 
 
 def replace_needed(policy, replication, remaining, hflushed, enable):
@@ -193,9 +192,9 @@ def replace_needed(policy, replication, remaining, hflushed, enable):
 def check_p2(runs: RunSet) -> Outcome:
     """Policy: each client.pipeline.replace decision is what the policy gives for its own
     inputs, best-effort is honoured, and `added` leads to a pipeline with the new node.
-    A pipeline that is closing (stage PIPELINE_CLOSE or PIPELINE_CLOSE_RECOVERY) gets no
-    new node even where the policy asks for one: Hadoop's addDatanode2ExistingPipeline
-    returns at once then and leaves the re-replication to the NameNode."""
+    A closing pipeline is no exception: 3.4.0's DataStreamer.addDatanode2ExistingPipeline
+    applies the policy in PIPELINE_CLOSE(_RECOVERY) too (HDFS-16146; earlier releases
+    returned at once and closed the block on fewer replicas)."""
     rep = with_conf(runs, base(runs.of("client.pipeline.replace"), "path", "block", "policy",
                                "replication", "remaining", "hflushed", "decision",
                                "new_node", "stage"))
@@ -210,9 +209,7 @@ def check_p2(runs: RunSet) -> Outcome:
     tried = d.isin("added", "failed", "failed_best_effort")
     why = (F.when(F.col("need").isNull(),
                   "cannot apply the policy: policy, replication or remaining missing")
-           .when(F.col("need") & ~tried
-                 & ~(F.coalesce(F.col("stage").isin(*CLOSING_STAGES), F.lit(False))
-                     & (d == "not_needed")),
+           .when(F.col("need") & ~tried,
                  F.format_string("policy %s with replication %d, %d remaining, hflushed=%s "
                                  "requires a replacement, decision was %s", policy,
                                  F.col("replication"), F.col("remaining"),
