@@ -257,16 +257,17 @@ class ToxiproxyAPI:
                                      f"{type(exc).__name__}: {exc}") from None
 
     def _http(self, method: str, path: str, timeout: float | None = None,
-              **kwargs: Any) -> Any:
+              what: str | None = None, **kwargs: Any) -> Any:
         """A direct HTTP call, for what toxiproxy-python cannot do (each caller says what)."""
+        what = what or f"{method} {path}"
         try:
             resp = requests.request(method, self.url + path, timeout=timeout or self.timeout,
                                     **kwargs)
         except requests.RequestException as exc:
-            raise ToxiproxyError(f"toxiproxy {self.host}:{self.port}: {method} {path}: "
+            raise ToxiproxyError(f"toxiproxy {self.host}:{self.port}: {what}: "
                                  f"{type(exc).__name__}") from None
         if resp.status_code >= 300:
-            raise ToxiproxyError(f"toxiproxy {self.host}:{self.port}: {method} {path}: "
+            raise ToxiproxyError(f"toxiproxy {self.host}:{self.port}: {what}: "
                                  f"HTTP {resp.status_code} {resp.text.strip()}")
         return resp.json() if resp.content else None
 
@@ -281,11 +282,15 @@ class ToxiproxyAPI:
     def create_proxy(self, name: str, listen: str, upstream: str,
                      enabled: bool = True) -> dict[str, Any]:
         """Creates a proxy; returns `{name, listen, upstream, enabled}` with the real
-        listen address (a port 0 request comes back as the port the server chose)."""
-        proxy = self._call(f"create proxy {name}", self._server.create,
-                           upstream=upstream, name=name, listen=listen, enabled=enabled)
-        return {"name": proxy.name, "listen": proxy.listen, "upstream": proxy.upstream,
-                "enabled": proxy.enabled}
+        listen address (a port 0 request comes back as the port the server chose).
+
+        Direct HTTP: toxiproxy-python's create() builds its Proxy from whatever the server
+        answers, so a refusal (a listen address in use) surfaced as KeyError 'name'."""
+        made = self._http("POST", "/proxies", json={"name": name, "listen": listen,
+                                                    "upstream": upstream, "enabled": enabled},
+                          what=f"create proxy {name}")
+        return {"name": made["name"], "listen": made["listen"], "upstream": made["upstream"],
+                "enabled": made["enabled"]}
 
     def proxies(self) -> dict[str, dict[str, Any]]:
         """Every proxy with its state and toxics: `{name: {listen, upstream, enabled,

@@ -155,6 +155,22 @@ def test_a_proxy_name_taken_on_the_server_fails_create_cleanly(server, cluster):
         first.destroy()
 
 
+def test_a_listen_address_in_use_fails_create_with_the_servers_reason(server):
+    # the server refuses (HTTP 500 "address already in use"); toxiproxy-python's create()
+    # turned that into KeyError 'name'
+    import socket
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        port = taken.getsockname()[1]
+        with pytest.raises(ToxiproxyError, match=f"create proxy busy: HTTP .*in use"):
+            server.api().create_proxy("busy", f"127.0.0.1:{port}", "127.0.0.1:1")
+        assert "busy" not in server.api().proxies()
+    finally:
+        taken.close()
+
+
 def test_connections_from_an_unproxied_direction_do_not_exist(mesh):
     # the NameNode dials nobody and nobody dials a client
     assert mesh.routes("nn") == {}
