@@ -12,7 +12,6 @@ and java/ (the workload client HdfsChaosClient, built by `java/build.sh`).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import time
@@ -93,14 +92,7 @@ class Hadoop(SystemUnderTest):
         build = os.path.join(JAVA_DIR, "build.sh")
         sources = sorted(os.path.join(JAVA_DIR, n) for n in os.listdir(JAVA_DIR)
                          if n.endswith((".java", ".sh")))
-        # one folder per source content: checkouts sharing the release cache never run
-        # each other's client, whatever the files' times
-        digest = hashlib.sha256()
-        for path in sources:
-            with open(path, "rb") as f:
-                digest.update(f.read())
-        out = os.path.join(str(fetch.release_dir(self.version)),
-                           f"classes-client-{digest.hexdigest()[:12]}")
+        out = fetch.build_dir(self.version, "classes-client", sources)
         built = os.path.join(out, f"{CLIENT_CLASS}.class")
         # rebuilt when missing or older than its source (an edited client is not stale)
         if not os.path.isfile(built) or \

@@ -11,6 +11,7 @@ The cache root is ``$HDFS_CHAOS_HADOOP_CACHE`` or ``~/.cache/hdfs-chaos/hadoop``
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -36,6 +37,17 @@ def cache_root() -> Path:
 
 def release_dir(version: str) -> Path:
     return cache_root() / version
+
+
+def build_dir(version: str, kind: str, sources: list[str]) -> str:
+    """Where `sources` compiled for `version` go: a folder per source content, so that
+    checkouts sharing the release cache never run each other's build, whatever the
+    files' times."""
+    digest = hashlib.sha256()
+    for path in sorted(sources):
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    return os.path.join(str(release_dir(version)), f"{kind}-{digest.hexdigest()[:12]}")
 
 
 def lib_dir(version: str) -> Path:

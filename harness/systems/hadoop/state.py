@@ -17,7 +17,6 @@ attribute VolumeInfo, summed over its volumes); a DataNode that does not answer 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -39,11 +38,7 @@ def tools_dir(version: str) -> str:
     compiles against its own jars). One folder per source content: checkouts sharing
     the release cache never run each other's tools, whatever the files' times."""
     sources = sorted(os.path.join(SOURCES, n) for n in os.listdir(SOURCES) if n.endswith(".java"))
-    digest = hashlib.sha256()
-    for path in sources:
-        with open(path, "rb") as f:
-            digest.update(f.read())
-    out = os.path.join(str(fetch.release_dir(version)), f"classes-sut-{digest.hexdigest()[:12]}")
+    out = fetch.build_dir(version, "classes-sut", sources)
     stamp = os.path.join(out, ".built")
     if os.path.isfile(stamp):
         return out
