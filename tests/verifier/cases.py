@@ -856,6 +856,34 @@ def _(rid):
     return writer_across_nn_restart(rid, renew_after_leave=True, renewals_before=())
 
 
+def writer_left_open(rid: str, renewals) -> Run:
+    """soft limit 2 s: c1 keeps /f open (close: false) from 1 s until the harness stops it
+    at 7 s, as it stops every client still running when it heals; c1 renews at `renewals`."""
+    r = Run(rid, {"lease.soft-limit": "2s", "lease.hard-limit": "60s"})
+    start(r)
+    open_create(r, 1.0)
+    write(r, 1.1, 0, 512)
+    for t in renewals:
+        r.ev(t, "c1", "client.lease.renew", holder=C1)
+        r.ev(t + 0.001, "nn", "nn.lease.renew", holder=C1)
+    r.ev(7.0, "harness", "harness.node.stop", target="c1")
+    end(r, 8.0)
+    return r
+
+
+@case("L6-left-open-renewing", ("L6", "pass"))
+def _(rid):
+    """A live writer that keeps its file open renews until it is stopped: no gap."""
+    return writer_left_open(rid, [2.0, 3.0, 4.0, 5.0, 6.0])
+
+
+@case("L6-left-open-silent", ("L6", "fail"))
+def _(rid):
+    """c1's renewer stops after 2 s and c1 logs nothing more, though it lives on with the
+    file open until 7 s: its silence is a 5 s gap, not the end of its open period."""
+    return writer_left_open(rid, [2.0])
+
+
 # -- B1 recovery id -----------------------------------------------------------------------------
 
 @case("B1-stale-id", ("B1", "fail"))

@@ -540,9 +540,8 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/client.py",
         original="pass   # try again at the next tick, as Hadoop does every second",
         replacement="return   # mutant: the renewer stops after a failed renewal",
-        # killed by the expect block, not by L6's verdict: c1's only renewal fails as the
-        # NameNode stops, and a client that logs nothing more has its open period cut at
-        # its last event, so L6 judges nothing ("L6 expected but nothing exercised it")
+        # killed by L6: c1's renewals stop as the NameNode stops, while c1 lives on with
+        # the file open until the harness stops it
         scenarios=("nn-restart-live-writer-renews",)),
     Mutant(
         name="truncate-recovery-pending",

@@ -311,12 +311,14 @@ def check_l6(runs: RunSet) -> Outcome:
     killed = (s.join(deaths, (s["run_id"] == deaths["_r"]) & (s["node"] == deaths["_n"])
                      & (deaths["_t"] > s["s_open"]))
               .groupBy("run_id", "node", "path", "s_open").agg(F.min("_t").alias("s_kill")))
-    last = runs.node_facts.groupBy("run_id", "node").agg(F.max("last_ts").alias("n_last"))
+    # a client that neither closed, failed, nor was killed or stopped is alive to the end
+    # of the run: a renewer that went silent there is a gap, not the end of the period
+    # (the harness stops every client still running, harness.node.stop, when it heals)
     s = (s.join(killed, ["run_id", "node", "path", "s_open"], "left")
-         .join(last, ["run_id", "node"], "left"))
+         .join(runs.bounds.select("run_id", "end_ts"), "run_id", "left"))
     big = F.lit(float("inf"))
     s = s.withColumn("s_end", F.least(F.coalesce("s_close", big), F.coalesce("s_kill", big),
-                                      F.col("n_last")))
+                                      F.col("end_ts")))
     # merge overlapping streams of a client into periods with files open
     w = Window.partitionBy("run_id", "node").orderBy("s_open", "s_end")
     prev_end = F.max("s_end").over(w.rowsBetween(Window.unboundedPreceding, -1))
