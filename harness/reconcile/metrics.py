@@ -75,14 +75,19 @@ def lease_recoveries(runs: RunSet) -> DataFrame:
     # a writer's lease: one its holder took by create or append. A recovery hands the
     # lease to the recovering client (HDFS's reassignLease); that client's repeated
     # recoverLease while the block recovery runs recovers this lease again (Hadoop
-    # logs it), which is the same recovery, not another
-    writers = runs.of("nn.file.create", "nn.file.append").select("run_id", "holder")
-    return (runs.of("nn.lease.recover").filter(F.col("result") != "error")
-            .select("run_id", "path", "holder", "ts")
-            .unionByName(runs.of("nn.lease.reassign").select(
-                "run_id", "path", F.col("old_holder").alias("holder"), "ts"))
-            .filter(F.col("holder").isNotNull())
-            .join(writers, ["run_id", "holder"], "left_semi")
+    # logs it), which is the same recovery, not another: so only a holder that had
+    # opened this path itself before the recovery counts, not one that appends later
+    writers = (runs.of("nn.file.create", "nn.file.append")
+               .select(F.col("run_id").alias("_r"), F.col("path").alias("_p"),
+                       F.col("holder").alias("_h"), F.col("ts").alias("_t")))
+    rec = (runs.of("nn.lease.recover").filter(F.col("result") != "error")
+           .select("run_id", "path", "holder", "ts")
+           .unionByName(runs.of("nn.lease.reassign").select(
+               "run_id", "path", F.col("old_holder").alias("holder"), "ts"))
+           .filter(F.col("holder").isNotNull()))
+    return (rec.join(writers, (rec["run_id"] == writers["_r"]) & (rec["path"] == writers["_p"])
+                     & (rec["holder"] == writers["_h"]) & (writers["_t"] <= rec["ts"]),
+                     "left_semi")
             .groupBy("run_id", "path", "holder").agg(F.min("ts").alias("r_ts")))
 
 

@@ -171,6 +171,21 @@ def test_a_repeated_recover_lease_is_one_lease_recovery(spark, tmp_path):
     assert verdict["metrics"]["block_recoveries"] == 1
 
 
+def test_a_recovering_client_that_appends_later_is_one_lease_recovery(spark, tmp_path):
+    """The same, then c2 appends to the file the recovery closed (zombie-writer-during-
+    append on Hadoop): c2 opened the file only after its lease was recovered, so it was
+    no writer then: lease_recoveries is still 1."""
+    from builders import C2, lease_recovery
+    from harness.reconcile.api import verify_runs
+    r = lease_recovery("repeat-append")
+    r.ev(4.9, "nn", "nn.lease.recover", path="/f", holder=C2, requester=None, force=True,
+         result="recovering")
+    r.ev(5.5, "nn", "nn.file.append", path="/f", holder=C2)
+    r.ev(5.501, "nn", "nn.lease.add", holder=C2, path="/f")
+    verdict, = verify_runs([r.write(str(tmp_path))])
+    assert verdict["metrics"]["lease_recoveries"] == 1
+
+
 def test_verdict_json_shape(spark, case_dirs, tmp_path):
     from harness.reconcile.api import verify_runs
     dirs = []
