@@ -73,6 +73,9 @@ def block_recoveries(ev: RunEvents, path: str | None = None) -> list[dict]:
     commits = {(e.get("block"), e.get("recovery_id")): e for e in reversed(ev.of("nn.recovery.commit"))}
     syncs = {(e.get("block"), e.get("recovery_id")): e for e in reversed(ev.of("dn.recovery.sync"))}
     recovers = [e for e in ev.of("nn.lease.recover") if e.get("result") in ("recovering", "closed")]
+    # a truncate inside a block starts a block recovery of its own (ok false: not done at
+    # once; null from a Hadoop log, which does not say)
+    recovers += [e for e in ev.of("nn.file.truncate") if e.get("ok") is not True]
     started_blocks: set = set()
     for s in ev.of("nn.recovery.start", path=path):
         key = (s.get("block"), s.get("recovery_id"))
@@ -82,7 +85,10 @@ def block_recoveries(ev: RunEvents, path: str | None = None) -> list[dict]:
         near = [r for r in recovers if s.get("path") in (None, r.get("path"))
                 and abs(r["ts"] - s["ts"]) <= CAUSE_WINDOW_S]
         cause = min(near, key=lambda r: abs(r["ts"] - s["ts"])) if near else None
-        if cause is not None:
+        if cause is not None and cause["event"] == "nn.file.truncate":
+            by = _truncator(ev, cause)
+            started_by, by_long = by, f"{by} (truncate to {cause.get('len')} bytes)"
+        elif cause is not None:
             by = ev.who(cause.get("requester"))
             how = ("hard limit" if by == "lease monitor"
                    else "recoverLease" if cause.get("force") else "soft limit passed")
@@ -109,16 +115,27 @@ def block_recoveries(ev: RunEvents, path: str | None = None) -> list[dict]:
     return items
 
 
+def _truncator(ev: RunEvents, truncate: dict) -> str:
+    """The client whose truncate op of that path was the last to start before `truncate`."""
+    ops = [e for e in ev.of("client.op.start", path=truncate.get("path"))
+           if e.get("op") == "truncate" and e["ts"] <= truncate["ts"]]
+    return (ops[-1].get("node") or "?") if ops else "a truncate"
+
+
 def lease_recoveries(ev: RunEvents, path: str | None = None) -> list[dict]:
     """Each writer's lease recovered or reassigned (what `lease_recoveries` counts): who
     asked, and whether and when the file closed."""
-    writers = {e.get("holder") for e in ev.of("nn.file.create", "nn.file.append")}
+    # when each holder first opened each path itself: the recovering client that a
+    # recovery handed the lease to, and that appends afterwards, was not its writer then
+    opened: dict[tuple, float] = {}
+    for e in ev.of("nn.file.create", "nn.file.append"):
+        opened.setdefault((e.get("path"), e.get("holder")), e["ts"])
     first: dict[tuple, dict] = {}
     for e in ev.of("nn.lease.recover", "nn.lease.reassign", path=path):
         if e["event"] == "nn.lease.recover" and e.get("result") == "error":
             continue
         holder = e.get("holder") if e["event"] == "nn.lease.recover" else e.get("old_holder")
-        if holder in writers:
+        if opened.get((e.get("path"), holder), float("inf")) <= e["ts"]:
             first.setdefault((e.get("path"), holder), e)
     items = []
     for (p, holder), e in first.items():

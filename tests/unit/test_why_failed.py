@@ -60,6 +60,26 @@ def test_block_recovery_items_name_cause_primary_and_commit():
     assert "length 786432 (min_rbw)" in items[1]["what"]
 
 
+def test_a_truncate_recovery_is_credited_to_the_truncate_not_the_recover_lease_after_it():
+    """truncate-then-recover-lease: c1's truncate inside a block starts recovery 1002;
+    c2's recoverLease 50 ms later starts 1003. Each has its own cause."""
+    events = [
+        ev(0.0, "harness", "harness.run.start", scenario="truncate-then-recover-lease", seed=3),
+        ev(1.0, "c1", "client.start", holder=C1),
+        ev(1.9, "c2", "client.start", holder=C2),
+        ev(2.0, "c1", "client.op.start", op_id="w1", op="truncate", path="/data/t"),
+        ev(2.01, "nn", "nn.file.truncate", path="/data/t", len=1049576, ok=False),
+        ev(2.0102, "nn", "nn.recovery.start", path="/data/t", block=BLOCK, recovery_id=1002,
+           primary="dn1"),
+        ev(2.0598, "nn", "nn.recovery.start", path="/data/t", block=BLOCK, recovery_id=1003,
+           primary="dn2"),
+        ev(2.06, "nn", "nn.lease.recover", path="/data/t", holder=C1, requester=C2,
+           force=True, result="recovering")]
+    items = evidence.block_recoveries(evidence.RunEvents(events))
+    assert [i["started_by"] for i in items] == [
+        "c1 (truncate to 1049576 bytes)", "c2 (recoverLease)"]
+
+
 def test_lease_monitor_and_retry_causes():
     events = fencing_events()[:6] + [
         ev(5.0005, "nn", "nn.recovery.start", path="/data/f1", block=BLOCK, recovery_id=1002,
@@ -81,6 +101,16 @@ def test_lease_recovery_items_say_whether_the_file_closed():
     assert (i["holder_node"], i["requester"], i["closed"], i["closed_t"]) == ("c1", "c2", True, 6.7)
     unclosed = evidence.lease_recoveries(evidence.RunEvents(fencing_events()[:-1]))
     assert unclosed[0]["closed"] is False and "never closed" in unclosed[0]["brief"]
+
+
+def test_a_recovering_client_that_appends_afterwards_is_not_a_second_recovery():
+    """zombie-writer-during-append on Hadoop: c2 recovers c1's lease, its retry recovers
+    the lease it was handed, then c2 appends to the closed file: c2 was no writer of the
+    file when its lease was recovered, so one lease recovery, not two."""
+    events = fencing_events() + [
+        ev(7.0, "nn", "nn.file.append", path="/data/f1", holder=C2)]
+    items = evidence.lease_recoveries(evidence.RunEvents(events))
+    assert [i["holder_node"] for i in items] == ["c1"]
 
 
 def test_with_brief_puts_the_items_inside_the_parenthesis_and_cuts_long_lists():
