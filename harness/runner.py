@@ -26,6 +26,7 @@ from typing import Any, Callable
 import faults
 from faults.base import FaultError
 from faults.grudge import complete_grudge, directed
+from harness import ports
 from harness.backends import BackendError, cleanup_all, get_backend
 from harness.scenario import AtTime, Scenario, ScenarioError, load_scenario
 from harness.triggers import LogTailer, TriggerEngine
@@ -113,6 +114,7 @@ class Run:
                       system=self.system.name, system_version=self.system.version)
         status = "error"
         previous = _install_signal_handlers()
+        ports.claim_run_ports()   # this process's own slice of ports, beside other harnesses
         try:
             cleanup_all()
             backend_cls = get_backend(self.backend_name)

@@ -17,12 +17,10 @@ one Spark session, in a thread beside the workers.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import fcntl
 import json
 import multiprocessing
 import os
 import sys
-import tempfile
 import threading
 import time
 from typing import Callable
@@ -45,47 +43,16 @@ class ExploreError(RuntimeError):
 
 # -- one run, in a worker process -----------------------------------------------------------
 
-# Worker port slices are claimed machine-wide: two explorers at once (or a mutation study
-# beside an exploration) cut PORT_RANGE into the same slices by worker index, and a run
-# of one lost a port to a run of the other. A slot is an flock on a file: the kernel
-# releases it when the worker exits, however it exits, so no slot stays taken.
-PORT_SLOTS = 8
-PORT_SLOTS_DIR = os.path.join(tempfile.gettempdir(), "hdfs-chaos-port-slots")
-_SLOT_FD: int | None = None     # the claimed slot's lock, held for the process's life
-
-
-def claim_port_slot(slots: int | None = None, directory: str | None = None) -> int | None:
-    """The index of a port slot no other live process holds, now held by this one; None
-    when every slot is taken (or locks cannot be made here)."""
-    global _SLOT_FD
-    slots = PORT_SLOTS if slots is None else slots
-    directory = directory or PORT_SLOTS_DIR
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError:
-        return None
-    for index in range(slots):
-        try:
-            fd = os.open(os.path.join(directory, f"slot-{index}.lock"), os.O_CREAT | os.O_RDWR,
-                         0o666)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            continue
-        if _SLOT_FD is not None:
-            os.close(_SLOT_FD)
-        _SLOT_FD = fd
-        return index
-    return None
+# Worker port slices are claimed machine-wide (harness/ports.py): two explorers at once
+# (or a mutation study beside an exploration) cut PORT_RANGE into the same slices by
+# worker index, and a run of one lost a port to a run of the other.
+from .. import ports
 
 
 def worker_pool(workers: int, package_root: str | None = None) -> cf.ProcessPoolExecutor:
     """Worker processes for runs, each picking its clusters' ports from its own slice of
     minihdfs.cluster.PORT_RANGE, so that two workers never pick the same port. The slice is
-    a slot claimed on the machine (claim_port_slot), so concurrent explorers differ too.
+    a slot claimed on the machine (ports.claim_port_slot), so concurrent explorers differ too.
     `package_root`: where the workers' cluster processes import the mini-HDFS from (a
     mutant's copy, tools/mutants/apply.py); a module global, so each spawned worker
     sets it itself."""
@@ -101,14 +68,11 @@ def _init_worker(counter, workers: int, package_root: str | None = None) -> None
     from minihdfs import cluster
     if package_root:
         cluster.PACKAGE_ROOT = package_root
-    low, high = cluster.PORT_RANGE
-    slot = claim_port_slot()
+    slot = ports.claim_port_slot()
     if slot is not None:
-        parts = PORT_SLOTS
+        ports.use_slice(slot, ports.PORT_SLOTS)
     else:   # every slot taken: a slice of this explorer's own, as before slots
-        slot, parts = index, workers
-    width = (high - low) // parts
-    cluster.PORT_RANGE = (low + slot * width, low + (slot + 1) * width)
+        ports.use_slice(index, workers)
 
 
 def run_schedule(yaml_path: str, results_dir: str) -> dict:

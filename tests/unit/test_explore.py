@@ -292,10 +292,10 @@ def test_time_split_reads_the_phases_of_a_run(tmp_path):
 def test_each_worker_draws_ports_from_its_own_slice(monkeypatch, tmp_path):
     import multiprocessing
 
-    from harness.explore import engine
+    from harness import ports
     from harness.explore.engine import _init_worker
     from minihdfs import cluster
-    monkeypatch.setattr(engine, "PORT_SLOTS_DIR", str(tmp_path))
+    monkeypatch.setattr(ports, "PORT_SLOTS_DIR", str(tmp_path))
     counter = multiprocessing.get_context("spawn").Value("i", 0)
     slices = []
     for _ in range(2):
@@ -311,10 +311,11 @@ def test_every_slot_taken_falls_back_to_the_explorers_own_slices(monkeypatch, tm
     import fcntl
     import multiprocessing
 
+    from harness import ports
     from harness.explore import engine
     from minihdfs import cluster
-    monkeypatch.setattr(engine, "PORT_SLOTS_DIR", str(tmp_path))
-    monkeypatch.setattr(engine, "PORT_SLOTS", 1)
+    monkeypatch.setattr(ports, "PORT_SLOTS_DIR", str(tmp_path))
+    monkeypatch.setattr(ports, "PORT_SLOTS", 1)
     held = open(tmp_path / "slot-0.lock", "w")     # another process's slot, as far as
     try:                                            # flock can tell (another open file)
         fcntl.flock(held, fcntl.LOCK_EX)
@@ -329,8 +330,8 @@ def test_every_slot_taken_falls_back_to_the_explorers_own_slices(monkeypatch, tm
 def _hold_a_slot(directory, got):
     import time
 
-    from harness.explore import engine
-    got.put(engine.claim_port_slot(directory=directory))
+    from harness import ports
+    got.put(ports.claim_port_slot(directory=directory))
     time.sleep(60)     # killed by the test
 
 
@@ -339,7 +340,7 @@ def test_concurrent_explorers_claim_different_slots_until_one_exits(tmp_path):
     exited is free again, also when it died without cleaning up."""
     import multiprocessing
 
-    from harness.explore import engine
+    from harness import ports
     ctx = multiprocessing.get_context("spawn")
     got = ctx.Queue()
     procs = [ctx.Process(target=_hold_a_slot, args=(str(tmp_path), got)) for _ in range(2)]
@@ -350,8 +351,8 @@ def test_concurrent_explorers_claim_different_slots_until_one_exits(tmp_path):
         assert slots == [0, 1]
         procs[0].kill()           # no cleanup: the kernel drops the lock with the process
         procs[0].join(30)
-        mine = engine.claim_port_slot(directory=str(tmp_path))
-        assert mine in slots and mine != engine.claim_port_slot(slots=0,
+        mine = ports.claim_port_slot(directory=str(tmp_path))
+        assert mine in slots and mine != ports.claim_port_slot(slots=0,
                                                                  directory=str(tmp_path))
     finally:
         for p in procs:
