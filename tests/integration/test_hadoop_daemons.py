@@ -57,6 +57,9 @@ def test_each_daemon_is_its_own_jvm(cluster):
         assert _exe(pid) == "java", node
         cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
         assert b"-XX:TieredStopAtLevel=1" in cmd and f"-Dhdfs-chaos-node={node}".encode() in cmd
+    # Jetty's scratch folders go under the run, not into /tmp where nothing removes them
+    scratch = os.listdir(os.path.join(cluster.dir, "tmp"))
+    assert len([d for d in scratch if d.startswith("jetty-")]) >= 4, scratch
 
 
 def test_sigkill_lands_on_the_jvm_and_a_restart_keeps_the_replicas(cluster):

@@ -64,6 +64,9 @@ class HadoopCluster:
         self.scenario_config = dict(config or {})
         self.props = {**conf.BASE, **conf.hadoop_keys(self.scenario_config, version)}
         self.logs_dir = os.path.abspath(logs_dir or os.path.join(self.dir, "logs"))
+        # each JVM's java.io.tmpdir: Jetty unpacks the web apps there, which would
+        # otherwise leave a /tmp/jetty-* folder behind every daemon of every run
+        self.tmp_dir = os.path.join(self.dir, "tmp")
         self.debug_loggers = list(debug_loggers)
         self.jvm_flags = list(JVM_FLAGS if jvm_flags is None else jvm_flags)
         self.role_flags = dict(role_flags or {})   # e.g. a CDS archive per daemon kind
@@ -196,11 +199,13 @@ class HadoopCluster:
     def java_command(self, node: str, main: str, args: list[str] = (),
                      extra_cp: list[str] = ()) -> list[str]:
         spec = self.nodes[node]
+        os.makedirs(self.tmp_dir, exist_ok=True)
         # -Dhdfs-chaos-node names the JVM for the reaper (harness/backends/local.py _ours)
         return [self.java, *self.jvm_flags, *self.role_flags.get(spec["role"], []),
                 f"-Dhdfs-chaos-node={node}",
                 f"-Djdk.net.hosts.file={spec['hosts']}",
                 f"-Dhadoop.log.dir={self.logs_dir}",
+                f"-Djava.io.tmpdir={self.tmp_dir}",
                 f"-Dlog4j.configuration=file:{os.path.join(spec['conf'], 'log4j.properties')}",
                 "-cp", self.classpath(node, list(extra_cp)), main, *args]
 
