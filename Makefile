@@ -3,13 +3,14 @@
 
 .PHONY: run test setup bench clean
 
-# The main job: the scenario library on the local backend, a verdict per scenario,
+# The main job: the scenario library on the local backend, two runs at a time (each
+# with its own ports and proxies), a verdict per scenario,
 # and a suite report over all runs, in results/. The report is written whatever the
 # verdicts (not after bad input, exit 2: nothing ran); then the recipe fails with
 # hdfs-chaos run's exit code (1: a scenario failed).
 run:
 	@tools/setup.sh
-	@status=0; .venv/bin/hdfs-chaos run scenarios/*.yaml --out results || status=$$?; \
+	@status=0; .venv/bin/hdfs-chaos run scenarios/*.yaml --workers 2 --out results || status=$$?; \
 	if [ $$status -le 1 ]; then .venv/bin/hdfs-chaos report results --out results || exit $$?; fi; \
 	exit $$status
 

@@ -50,7 +50,7 @@ def _make_run(project: Path, run_exit: int) -> subprocess.CompletedProcess:
 def test_make_run_writes_the_suite_report_after_a_failed_scenario_and_fails(project):
     done = _make_run(project, 1)
     calls = (project / "calls.log").read_text().splitlines()
-    assert calls == ["run scenarios/a.yaml --out results", "report results --out results"]
+    assert calls == ["run scenarios/a.yaml --workers 2 --out results", "report results --out results"]
     assert done.returncode != 0
     assert "Error 1" in done.stderr                       # make names hdfs-chaos run's exit 1
     # only the harness's lines: make echoes no recipe command
@@ -68,7 +68,7 @@ def test_make_run_writes_no_report_after_bad_input(project):
     done = _make_run(project, 2)
     assert done.returncode != 0 and "Error 2" in done.stderr
     assert (project / "calls.log").read_text().splitlines() == [
-        "run scenarios/a.yaml --out results"]
+        "run scenarios/a.yaml --workers 2 --out results"]
 
 
 @pytest.fixture
