@@ -270,7 +270,8 @@ public class HdfsChaosClient {
         long flushed;       // the last offset hflush returned
         boolean failed;
 
-        Stream(FSDataOutputStream out, String path, String mode) {
+        // throws: Hadoop 2.x FSDataOutputStream.getPos declares IOException (3.x does not)
+        Stream(FSDataOutputStream out, String path, String mode) throws IOException {
             this.out = out;
             this.path = path;
             this.number = streams++;
