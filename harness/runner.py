@@ -473,7 +473,8 @@ class Run:
                 reached = quiet_polls >= 2
             except (OSError, EOFError, HdfsError, RuntimeError) as e:
                 why, quiet_polls = f"NameNode not answering: {e}", 0
-            if reached or time.time() >= limit:
+            # a quiet poll at the deadline still gets its confirming poll
+            if reached or (time.time() >= limit and quiet_polls == 0):
                 break
             self._progress(f"waiting for quiescence: {why or 'quiet once, checking again'}",
                            transient=True)
