@@ -199,14 +199,12 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/client.py",
         original='self.period = client.conf["lease.soft-limit"] / 2',
         replacement='self.period = client.conf["lease.soft-limit"]',
-        # survives (targeted run, and the whole library of 33 scenarios on this
-        # branch): L6's bound soft/2 + max(1 s, soft/4) equals the soft
-        # limit itself at the library's 1-2 s soft limits, so renewals every soft limit
-        # (gaps of 2.0-2.5 s at 2 s) are within it or excused: c2 of
-        # hard-limit-two-writers, the one long writer that renews, has paced (faulted)
-        # links. Killing it takes a scenario with a soft limit of 4 s or more and an
-        # unfaulted writer open for several soft limits.
-        scenarios=("hard-limit-two-writers", "writer-renews-after-lease-taken")),
+        # killed by L6 in writer-renews-every-half-soft-limit: at a 4 s soft limit its
+        # bound is 3 s, and c1 (no fault on it) keeps a file open for 14 s, renewing
+        # every 4-5 s instead of 2 s. At the 1-2 s soft limits of the other scenarios
+        # the bound equals the soft limit, so renewals every soft limit pass L6.
+        scenarios=("writer-renews-every-half-soft-limit", "hard-limit-two-writers",
+                   "writer-renews-after-lease-taken"), checks=("L6",)),
     Mutant(
         name="monitor-uses-soft-limit",
         rule="the LeaseManager monitor recovers only leases past the HARD limit (a writer "
@@ -248,13 +246,13 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/namenode.py",
         original='return info.id == int(last["block"]) and info.gs == int(last.get("gs", -1))',
         replacement='return info.id == int(last["block"])',
-        # survives (targeted run, and the whole library of 33 scenarios on this
-        # branch): no writer of the library calls complete() on a file
-        # that lease recovery closed under it (the recovered writers fail earlier, at
-        # updateBlockForPipeline or a complete refused while UNDER_RECOVERY). Killing it
-        # takes a writer frozen after its last packet was acked and before complete(),
-        # resumed once the NameNode recovered the file.
-        scenarios=("old-writer-complete-during-recovery", "hard-limit-zombie-writer")),
+        # killed by L5 (and the expectation w1 error) in complete-after-lease-recovery-
+        # refused: c1 is frozen exactly at the ack of its end-of-block packet, before
+        # complete(); c2's recoverLease closes the file with a new GS, and c1's complete
+        # with the old GS is taken for a retry (accepted, w1 ok). The other recovered
+        # writers of the library fail earlier (updateBlockForPipeline, UNDER_RECOVERY).
+        scenarios=("complete-after-lease-recovery-refused", "old-writer-complete-during-recovery",
+                   "hard-limit-zombie-writer"), checks=("L5",)),
     Mutant(
         name="no-check-file-progress",
         rule="checkFileProgress: addBlock is refused (NotReplicatedYet) while the penultimate "
@@ -263,13 +261,11 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/namenode.py",
         original="if len(inode.blocks) >= 2 and self.blocks[inode.blocks[-2]].state != COMPLETE:",
         replacement="if False:",
-        # survives (targeted run, and the whole library of 33 scenarios on this
-        # branch): checkFileProgress only throttles a writer whose
-        # previous block is not COMPLETE yet; complete() still waits for every block, so
-        # no check sees it, and complete-waits-for-block-report writes a single block.
-        # Killing it takes a multi-block write with slow incremental block reports and
-        # an expect on the NotReplicatedYet refusals of addBlock.
-        scenarios=("complete-waits-for-block-report",)),
+        # killed by add-block-waits-for-penultimate-block's expectations (w1 error, the
+        # file closed by lease recovery): no block report reaches the NameNode until
+        # block 3 is allocated, so the check refuses block 3 until c1 gives up; without
+        # it block 3 is allocated, the reports arrive and c1 closes its file (w1 ok).
+        scenarios=("add-block-waits-for-penultimate-block", "complete-waits-for-block-report")),
     Mutant(
         name="append-keeps-block-complete",
         rule="append turns a COMPLETE partial last block back into UNDER_CONSTRUCTION",
@@ -440,12 +436,12 @@ MUTANTS: tuple[Mutant, ...] = (
         file="minihdfs/namenode.py",
         original="if d.dead:\n                # a node declared dead must re-register",
         replacement="if False:\n                # a node declared dead must re-register",
-        # survives (targeted run, and the whole library of 33 scenarios on this
-        # branch): no scenario of the library has a DataNode declared
-        # dead come back (dn3 of dead-datanode-drops-deletions stays down, dn2 of
-        # replace-best-effort is back before the dead interval). Killing it takes a
-        # node down past the dead interval that then returns with a stale replica.
-        scenarios=("dead-datanode-drops-deletions", "replace-best-effort")),
+        # killed by D4 in dead-datanode-returns-re-registers: dn3, frozen past the dead
+        # interval while c1 writes on dn1 and dn2, is resumed; its heartbeats are taken
+        # but it never re-registers, so the NameNode keeps it dead and never copies the
+        # block to it (2 valid replicas, 3 live DataNodes).
+        scenarios=("dead-datanode-returns-re-registers", "dead-datanode-drops-deletions",
+                   "replace-best-effort"), checks=("D4",)),
     Mutant(
         name="dead-interval-in-ms",
         rule="a DataNode silent for 2 x heartbeat.recheck-interval + 10 x heartbeat.interval "
@@ -518,10 +514,12 @@ MUTANTS: tuple[Mutant, ...] = (
                  '                    self._set_state(info, COMPLETE)',
         replacement='# forcibly"), so the file closes with a COMPLETE last block\n'
                     '                    pass   # mutant: left COMMITTED until reports arrive',
-        # Survives the library: the recovery's live targets were just stored as FINALIZED
-        # locations, so the block completes anyway; the forced completion matters only
-        # with fewer live targets than dfs.namenode.replication.min, which no scenario has
-        scenarios=("append-right-after-block-recovery",)),
+        # killed in recovery-one-target-below-min-replication (no quiescence, I1: the
+        # block stays COMMITTED): the recovery has one target with replication.min 2.
+        # With as many live targets as replication.min (append-right-after-block-
+        # recovery) the targets, stored as FINALIZED locations, complete the block anyway.
+        scenarios=("recovery-one-target-below-min-replication",
+                   "append-right-after-block-recovery")),
     Mutant(
         name="lease-monitor-ignores-safe-mode",
         rule="the lease monitor releases no lease while the NameNode is in startup safe "
