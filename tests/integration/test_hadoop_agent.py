@@ -79,7 +79,7 @@ def test_agent_events_from_a_real_cluster(tmp_path):
         c.wait_healthy(120)
         loaded = _wait(lambda: [e for e in _events(c, "dn1") if e["event"] == "dn.replica.state"],
                        30, "dn.replica.state from dn1's start")
-        assert loaded[0]["state"] == "RWR" and loaded[0]["reason"] == "load"
+        assert loaded[0]["state"] == "RWR" and loaded[0]["reason"] == "restart"
         assert loaded[0]["block"] > 0 and loaded[0]["gs"] > 0
 
         # L2: another client asks for the lease; the NameNode's event names both

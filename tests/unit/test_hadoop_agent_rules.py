@@ -141,7 +141,13 @@ def test_replica_loaded_line():
         f"replica_loaded\t{T}\tmain\t1073741826\t1002\t196608\tRWR")
     assert {k: ev[k] for k in ("event", "block", "gs", "len", "state", "reason")} == {
         "event": "dn.replica.state", "block": 1073741826, "gs": 1002, "len": 196608,
-        "state": "RWR", "reason": "load"}
+        "state": "RWR", "reason": "restart"}
+
+
+def test_replica_saved_by_a_restart_loads_as_rbw():
+    ev, = agent.AgentMapper("datanode", "3.4.2").feed(
+        f"replica_loaded\t{T}\tmain\t1073741826\t1002\t196608\tRBW")
+    assert (ev["state"], ev["reason"]) == ("RBW", "restart_saved")
 
 
 @pytest.mark.parametrize("line", ["", "garbage", "block_complete\tnot-a-time\tt\tb\t1\t/p",

@@ -324,8 +324,11 @@ def _block_state(v: dict, _done: dict) -> dict:
 
 
 def _replica_loaded(v: dict, _done: dict) -> dict:
+    # the mini-HDFS's reasons (minihdfs/datanode.py): an RBW loaded back is one a shutdown
+    # for restart saved (its restart meta), any other becomes RWR
+    reason = "restart_saved" if v["state"] == "RBW" else "restart"
     return {"block": _int(v["block"]), "gs": _int(v["gs"]), "len": _int(v["len"]),
-            "state": v["state"], "reason": "load"}
+            "state": v["state"], "reason": reason}
 
 
 _EVENTS = {"nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
