@@ -66,6 +66,28 @@ def test_missing_members_names_a_renamed_method(release, monkeypatch):
     assert len(missing) == 1 and "recoverLeaseInternal2" in missing[0]
 
 
+@pytest.mark.parametrize("release", RELEASES)
+def test_byteman_type_checks_the_script_on_release(release):
+    """Byteman's own checker (TestScript) places every rule and type-checks every
+    expression against the release's classes."""
+    cp = _classpath(release)
+    if not fetch.agent_jar().is_file():
+        pytest.skip(f"needs {fetch.agent_jar()}: tools/setup.sh --hadoop")
+    assert agent.check_script(release, cp, str(fetch.agent_jar())) == []
+
+
+def test_byteman_check_reports_a_bad_expression(monkeypatch):
+    cp = _classpath("3.4.2")
+    if not fetch.agent_jar().is_file():
+        pytest.skip(f"needs {fetch.agent_jar()}: tools/setup.sh --hadoop")
+    rule = next(r for r in agent.TABLE_3_4 if r.name == "block_complete")
+    bad = dataclasses.replace(rule, fields=(("block", "$1"), ("len", "$1.getNumBytesX()"),
+                                            ("path", "\"\"")))
+    monkeypatch.setitem(agent.TABLES, "3.4", [bad])
+    out = agent.check_script("3.4.2", cp, str(fetch.agent_jar()))
+    assert any("getNumBytesX" in ln for ln in out), out
+
+
 def test_every_line_has_a_table_and_is_tested():
     assert set(agent.TABLES) == set(agent.TESTED)
     assert agent.table_for("3.4.2") is agent.TABLE_3_4
@@ -148,6 +170,61 @@ def test_replica_saved_by_a_restart_loads_as_rbw():
     ev, = agent.AgentMapper("datanode", "3.4.2").feed(
         f"replica_loaded\t{T}\tmain\t1073741826\t1002\t196608\tRBW")
     assert (ev["state"], ev["reason"]) == ("RBW", "restart_saved")
+
+
+HOSTS = {"127.0.0.1:9861": "dn1", "127.0.0.1:9862": "dn2", "127.0.0.1:9863": "dn3"}
+
+
+def _dn(port: int) -> str:
+    return f"DatanodeInfoWithStorage[127.0.0.1:{port},DS-{port},DISK]"
+
+
+def _replace(lines: list[str]) -> list[dict]:
+    m = agent.AgentMapper("client", "3.4.2", HOSTS)
+    return m.feed_all(lines)
+
+
+def test_replace_added():
+    ev, = _replace([
+        f"replace_policy\t{T}\tDataStreamer for file /f\tDEFAULT\tfalse\t3\t"
+        f"[{_dn(9861)}, {_dn(9862)}]\tfalse\ttrue\ttrue",
+        f"replace_done\t{T}\tDataStreamer for file /f\t/f\tBP-1:blk_1073741825_1002\t"
+        f"[{_dn(9861)}, {_dn(9862)}, {_dn(9863)}]"])
+    assert {k: ev[k] for k in ("event", "path", "block", "gs", "policy", "replication",
+                               "remaining", "hflushed", "decision", "new_node", "pipeline",
+                               "best_effort")} == {
+        "event": "client.pipeline.replace", "path": "/f", "block": 1073741825, "gs": 1002,
+        "policy": "DEFAULT", "replication": 3, "remaining": 2, "hflushed": True,
+        "decision": "added", "new_node": "dn3", "pipeline": ["dn1", "dn2", "dn3"],
+        "best_effort": False}
+
+
+def test_replace_not_needed_and_appended_counts_as_hflushed():
+    ev, = _replace([
+        f"replace_policy\t{T}\tt\tDEFAULT\tfalse\t3\t[{_dn(9861)}, {_dn(9862)}]\ttrue\t"
+        f"false\tfalse",
+        f"replace_done\t{T}\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}, {_dn(9862)}]"])
+    assert (ev["decision"], ev["new_node"], ev["hflushed"], ev["append"]) == \
+        ("not_needed", None, True, True)
+
+
+def test_replace_failed_best_effort_and_failed():
+    head = (f"replace_policy\t{T}\tt\tALWAYS\ttrue\t3\t[{_dn(9861)}]\tfalse\tfalse\t"
+            f"true")
+    ev, = _replace([head, f"replace_add_failed\t{T}\tt\tIOException",
+                    f"replace_done\t{T}\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]"])
+    assert (ev["decision"], ev["error"], ev["best_effort"]) == \
+        ("failed_best_effort", "IOException", True)
+    ev, = _replace([head, f"replace_add_failed\t{T}\tt\tIOException",
+                    f"replace_failed\t{T}\tt\t/f\tBP-1:blk_5_6\tIOException"])
+    assert (ev["decision"], ev["pipeline"]) == ("failed", None)
+
+
+def test_replace_needed_but_nothing_to_copy_adds_no_node():
+    ev, = _replace([
+        f"replace_policy\t{T}\tt\tALWAYS\tfalse\t3\t[{_dn(9861)}]\tfalse\tfalse\ttrue",
+        f"replace_done\t{T}\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]"])
+    assert (ev["policy_says"], ev["decision"], ev["new_node"]) == (True, "not_needed", None)
 
 
 @pytest.mark.parametrize("line", ["", "garbage", "block_complete\tnot-a-time\tt\tb\t1\t/p",

@@ -177,7 +177,7 @@ class Hadoop(SystemUnderTest):
         a = LogAdapter(raw_log=cluster.nodes[node]["agent_out"], node=node, role=role,
                        release=self.version,
                        events_out=os.path.join(backend.run_dir, "events", f"{node}-agent.jsonl"),
-                       mapper=AgentMapper(role, self.version))
+                       mapper=AgentMapper(role, self.version, cluster.address_map()))
         a.start()
         self.adapters.append(a)
 

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 import re
 
 SOURCE = "hadoop-agent"
 OUT_PROPERTY = "hdfs-chaos.agent.out"
 TRACE_KEY = "hdfs-chaos"
 _BLK = re.compile(r"^blk_(-?\d+)_(\d+)$")
+_BLK_IN = re.compile(r"blk_(-?\d+)_(\d+)")
 
 FSN = "org.apache.hadoop.hdfs.server.namenode.FSNamesystem"
 BM = "org.apache.hadoop.hdfs.server.blockmanagement.BlockManager"
@@ -37,11 +39,16 @@ _NN = "org.apache.hadoop.hdfs.server.namenode."
 _BMP = "org.apache.hadoop.hdfs.server.blockmanagement."
 _DN = "org.apache.hadoop.hdfs.server.datanode."
 
-# contract events an agent rule provides in place of the log adapter's (logmap), by role
+DS = "org.apache.hadoop.hdfs.DataStreamer"
+RDF = "org.apache.hadoop.hdfs.protocol.datatransfer.ReplaceDatanodeOnFailure"
+
+# contract events an agent rule provides in place of the log adapter's (logmap), by role:
+# the log's recoverLease line names no requester; the log's client.pipeline.replace are
+# inferred `added` only (a new node in a rebuilt pipeline), without the policy's inputs
 REPLACES: dict[str, frozenset[str]] = {
     "namenode": frozenset({"nn.lease.recover"}),
     "datanode": frozenset(),
-    "client": frozenset(),
+    "client": frozenset({"client.pipeline.replace"}),
 }
 
 
@@ -60,7 +67,7 @@ class AgentRule:
     event: str
     fields: tuple[tuple[str, str], ...]
     condition: str = "true"
-    part: str = "whole"     # whole | entry | exit
+    part: str = "whole"     # whole | entry | note (a fact inside the call) | exit
     # every other member its expressions use: (class, javap text of the member)
     uses: tuple[tuple[str, str], ...] = ()
 
@@ -138,7 +145,39 @@ TABLE_3_4: list[AgentRule] = [
                     ("org.apache.hadoop.hdfs.protocol.Block", "long getBlockId()"),
                     ("org.apache.hadoop.hdfs.protocol.Block", "long getGenerationStamp()"),
                     (_DN + "Replica", "org.apache.hadoop.hdfs.server.common."
-                                      "HdfsServerConstants$ReplicaState getState()")))
+                                      "HdfsServerConstants$ReplicaState getState()"))),
+    # P2: the replace-datanode-on-failure decision and its inputs, in the client's
+    # DataStreamer (its streamer thread): ReplaceDatanodeOnFailure.satisfy gives the
+    # policy's answer for (replication, the remaining nodes, append, hflushed), called by
+    # DataStreamer.handleDatanodeReplacement only; addDatanode2ExistingPipeline then
+    # adds a node, returns without one (nothing to copy yet: the block's first packet not
+    # acked, or the pipeline closing), or throws (handleDatanodeReplacement swallows it
+    # when best-effort is set).
+    AgentRule("replace_policy", "client", RDF, "satisfy",
+              f"boolean satisfy(short, {'org.apache.hadoop.hdfs.protocol.DatanodeInfo'}[], "
+              "boolean, boolean)", "AT EXIT", "client.pipeline.replace",
+              _f(policy="$0.policy", best_effort="$0.bestEffort", replication="$1",
+                 remaining="java.util.Arrays.toString($2)", append="$3", hflushed="$4",
+                 need="$!"),
+              part="entry",
+              uses=((RDF, f"{RDF}$Policy policy;"), (RDF, "boolean bestEffort;"))),
+    AgentRule("replace_add_failed", "client", DS, "addDatanode2ExistingPipeline",
+              "void addDatanode2ExistingPipeline()", "AT EXCEPTION EXIT",
+              "client.pipeline.replace", _f(error="$^.getClass().getSimpleName()"),
+              part="note"),
+    AgentRule("replace_done", "client", DS, "handleDatanodeReplacement",
+              "void handleDatanodeReplacement()", "AT EXIT", "client.pipeline.replace",
+              _f(path="$0.src", block="$0.getBlock()",
+                 pipeline="java.util.Arrays.toString($0.nodes)"),
+              part="exit",
+              uses=((DS, "java.lang.String src;"),
+                    (DS, "org.apache.hadoop.hdfs.protocol.DatanodeInfo[] nodes;"),
+                    (DS, "org.apache.hadoop.hdfs.protocol.ExtendedBlock getBlock()"))),
+    AgentRule("replace_failed", "client", DS, "handleDatanodeReplacement",
+              "void handleDatanodeReplacement()", "AT EXCEPTION EXIT",
+              "client.pipeline.replace",
+              _f(path="$0.src", block="$0.getBlock()", error="$^.getClass().getSimpleName()"),
+              part="exit"),
 ]
 TABLE_3_3: list[AgentRule] = TABLE_3_4
 TABLE_3_2: list[AgentRule] = TABLE_3_4
@@ -202,6 +241,27 @@ def missing_members(release: str, classpath: str) -> list[str]:
     return out
 
 
+def check_script(release: str, classpath: str, jar: str) -> list[str]:
+    """Byteman's own check of the generated script (org.jboss.byteman.check.TestScript)
+    against the release's classes: each rule's class and method found, each expression
+    type-checked. The lines that report a problem; empty when the script is sound."""
+    import subprocess
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".btm", delete=False) as f:
+        f.write(script(release))
+    try:
+        proc = subprocess.run(["java", "-cp", os.pathsep.join([jar, classpath]),
+                               "org.jboss.byteman.check.TestScript", f.name],
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        os.unlink(f.name)
+    lines = (proc.stdout + proc.stderr).splitlines()
+    bad = [ln for ln in lines if ln.startswith(("ERROR", "WARNING", "org.jboss.byteman"))]
+    if not any(ln.strip() == "TestScript: no errors" for ln in lines) and not bad:
+        bad = [f"TestScript did not finish (exit {proc.returncode}): " + " | ".join(lines[-3:])]
+    return bad
+
+
 # -- the .btm script ---------------------------------------------------------------------
 
 def _rule_text(r: AgentRule) -> str:
@@ -260,9 +320,13 @@ def _bool(v: str) -> bool | None:
 class AgentMapper:
     """The agent lines of one JVM (one node) -> contract events."""
 
-    def __init__(self, role: str, release: str):
+    def __init__(self, role: str, release: str, hosts: dict[str, str] | None = None):
+        from .logmap import LogMapper
         self.role = role
         self.rules = {r.name: r for r in table_for(release)}
+        # Hadoop's names of DataNodes (DatanodeInfoWithStorage[127.0.0.1:PORT,..]) -> node ids
+        self.names = LogMapper(role if role in ("namenode", "datanode", "client") else "client",
+                               release, hosts)
         self.entries: dict[tuple[str, str], dict] = {}   # (event, thread) -> entry part
         self.bad_lines = 0
         self.held: dict = {}        # LogAdapter's interface: nothing is held back
@@ -290,11 +354,16 @@ class AgentMapper:
         if rule.part == "entry":
             self.entries[key] = {"ts": ts, **values}
             return []
+        if rule.part == "note":     # a fact inside the call, kept for its exit
+            if key in self.entries:
+                self.entries[key].update({f"note_{k}": v for k, v in values.items()})
+            return []
         if rule.part == "exit":
             entry = self.entries.pop(key, None)
             if entry is None:       # a call the entry rule's condition left out
                 return []
-            ev = _EVENTS[rule.event](entry, values)
+            ev = _EVENTS[rule.event](entry, {**values, "_names": self.names,
+                                             "_rule": rule.name})
             return [{"ts": entry["ts"], "event": rule.event, **ev, "source": SOURCE,
                      "rule": rule.name, "thread": thread}]
         return [{"ts": ts, "event": rule.event, **_EVENTS[rule.event](values, {}),
@@ -331,5 +400,37 @@ def _replica_loaded(v: dict, _done: dict) -> dict:
             "state": v["state"], "reason": reason}
 
 
-_EVENTS = {"nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
+def _replace(entry: dict, done: dict) -> dict:
+    names = done["_names"]
+    remaining = names.nodes_in(entry["remaining"])
+    pipeline = names.nodes_in(done.get("pipeline", "")) if done.get("pipeline") else None
+    m = _BLK_IN.search(done.get("block", ""))
+    need = _bool(entry["need"])
+    new = [n for n in (pipeline or []) if n not in remaining]
+    if not need:
+        decision = "not_needed"
+    elif done["_rule"] == "replace_failed":
+        decision = "failed"
+    elif entry.get("note_error"):
+        decision = "failed_best_effort"
+    elif new:
+        decision = "added"
+    else:
+        # the policy asked for a node, but addDatanode2ExistingPipeline had nothing to
+        # copy yet (no packet acked in a new block) or the pipeline was closing
+        decision = "not_needed"
+    append = _bool(entry["append"])
+    return {"path": _null(done.get("path", "")), "block": int(m.group(1)) if m else None,
+            "gs": int(m.group(2)) if m else None, "policy": _null(entry["policy"]),
+            "replication": _int(entry["replication"]), "remaining": len(remaining),
+            # the policy's own input is "hflushed or appended" (ReplaceDatanodeOnFailure
+            # .satisfy's isAppend || isHflushed), which check P2's formula reads here
+            "hflushed": bool(_bool(entry["hflushed"]) or append), "append": append,
+            "best_effort": _bool(entry["best_effort"]), "policy_says": need,
+            "decision": decision, "new_node": new[0] if decision == "added" else None,
+            "pipeline": pipeline,
+            "error": _null(done.get("error", "") or entry.get("note_error", ""))}
+
+
+_EVENTS = {"client.pipeline.replace": _replace, "nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
            "dn.replica.state": _replica_loaded}
