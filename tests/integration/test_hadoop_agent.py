@@ -96,3 +96,56 @@ def test_agent_events_from_a_real_cluster(tmp_path):
             writer.kill()
             writer.wait()
         c.down()
+
+
+def _rbw_holders(c: HadoopCluster) -> list[str]:
+    out = []
+    for dn in c.datanodes():
+        for root, _, files in os.walk(os.path.join(c.nodes[dn]["storage"], "current")):
+            if "rbw" in root and any(f.startswith("blk_") for f in files):
+                out.append(dn)
+                break
+    return out
+
+
+def test_agent_reports_the_replacement_decision(tmp_path):
+    """P2: a writer loses one node of its 2-node pipeline; with policy ALWAYS the client
+    asks for a third DataNode, and the agent's client.pipeline.replace says so, with the
+    policy's inputs."""
+    hs.fetched_or_skip(VERSION)
+    if not fetch.agent_jar().is_file():
+        pytest.skip(f"needs {fetch.agent_jar()}: run tools/setup.sh --hadoop")
+    c = HadoopCluster(str(tmp_path / "cluster"), VERSION, 3,
+                      {"dfs.replication": "2", "dfs.heartbeat.interval": "1s"}, agent=True)
+    writer = None
+    try:
+        c.start(timeout=180)
+        c.add_client("c1", {"dfs.client.block.write.replace-datanode-on-failure.policy":
+                            "ALWAYS"})
+        writer = subprocess.Popen(c.java_command("c1", SHELL, ["-appendToFile", "-", "/p"]),
+                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, cwd=c.dir)
+        writer.stdin.write(os.urandom(300_000))
+        writer.stdin.flush()
+        holders = _wait(lambda: (lambda h: h if len(h) == 2 else None)(_rbw_holders(c)), 60,
+                        "rbw replicas of /p on 2 DataNodes")
+        c.kill_node(holders[1])
+        writer.stdin.write(os.urandom(300_000))
+        writer.stdin.close()
+        assert writer.wait(120) == 0
+        names = c.address_map()
+        spec = c.nodes["c1"]
+        rep = _wait(lambda: [e for e in agent.AgentMapper("client", VERSION, names).feed_all(
+            open(spec["agent_out"])) if e["event"] == "client.pipeline.replace"]
+            if os.path.isfile(spec["agent_out"]) else None, 30, "client.pipeline.replace")
+        ev = rep[0]
+        assert (ev["policy"], ev["replication"], ev["remaining"]) == ("ALWAYS", 2, 1), ev
+        assert ev["decision"] == "added" and ev["policy_says"] is True, ev
+        spare = next(dn for dn in c.datanodes() if dn not in holders)
+        assert ev["new_node"] == spare and sorted(ev["pipeline"]) == sorted([holders[0], spare]), ev
+        assert ev["path"] == "/p" and ev["block"] > 0
+    finally:
+        if writer is not None and writer.poll() is None:
+            writer.kill()
+            writer.wait()
+        c.down()

@@ -121,7 +121,7 @@ TS = 1795711051.899113
 
 def test_block_complete_line():
     ev, = agent.AgentMapper("namenode", "3.4.2").feed(
-        f"block_complete\t{T}\tIPC Server handler 9\tblk_1073741825_1001\t300000\t/done\n")
+        f"block_complete\t{T}\t7\tIPC Server handler 9\tblk_1073741825_1001\t300000\t/done\n")
     assert ev == {"ts": TS, "event": "nn.block.state", "path": "/done", "block": 1073741825,
                   "gs": 1001, "len": 300000, "state": "COMPLETE", "source": "hadoop-agent",
                   "rule": "block_complete", "thread": "IPC Server handler 9"}
@@ -129,17 +129,17 @@ def test_block_complete_line():
 
 def test_block_complete_without_a_file_has_no_path():
     ev, = agent.AgentMapper("namenode", "3.4.2").feed(
-        f"block_complete\t{T}\tBlock report processor\tblk_1073741825_1001\t5\t\n")
+        f"block_complete\t{T}\t7\tBlock report processor\tblk_1073741825_1001\t5\t\n")
     assert ev["path"] is None and ev["len"] == 5
 
 
 def test_recover_lease_joins_entry_and_exit_of_one_thread():
     m = agent.AgentMapper("namenode", "3.4.2")
-    assert m.feed(f"recover_lease_entry\t{T}\th1\tRECOVER_LEASE\t/f\tDFSClient_B\ttrue\t"
+    assert m.feed(f"recover_lease_entry\t{T}\t1\th1\tRECOVER_LEASE\t/f\tDFSClient_B\ttrue\t"
                   f"DFSClient_A") == []
     # another thread's exit (a call whose file was not under construction) is not this one
-    assert m.feed(f"recover_lease_exit\t{T}\th2\ttrue") == []
-    ev, = m.feed(f"recover_lease_exit\t2026-11-26T16:37:32Z\th1\tfalse")
+    assert m.feed(f"recover_lease_exit\t{T}\t2\th2\ttrue") == []
+    ev, = m.feed(f"recover_lease_exit\t2026-11-26T16:37:32Z\t1\th1\tfalse")
     assert ev["ts"] == TS      # the call's start
     assert {k: ev[k] for k in ("event", "path", "holder", "requester", "force", "result",
                                "error", "op")} == {
@@ -150,17 +150,17 @@ def test_recover_lease_joins_entry_and_exit_of_one_thread():
 
 def test_recover_lease_refused_and_closed():
     m = agent.AgentMapper("namenode", "3.4.2")
-    m.feed(f"recover_lease_entry\t{T}\th1\tAPPEND_FILE\t/f\tDFSClient_B\tfalse\tDFSClient_A")
-    ev, = m.feed(f"recover_lease_error\t{T}\th1\tAlreadyBeingCreatedException")
+    m.feed(f"recover_lease_entry\t{T}\t1\th1\tAPPEND_FILE\t/f\tDFSClient_B\tfalse\tDFSClient_A")
+    ev, = m.feed(f"recover_lease_error\t{T}\t1\th1\tAlreadyBeingCreatedException")
     assert (ev["result"], ev["error"], ev["force"]) == ("error", "AlreadyBeingCreatedException",
                                                         False)
-    m.feed(f"recover_lease_entry\t{T}\th1\tRECOVER_LEASE\t/g\tDFSClient_B\ttrue\tDFSClient_A")
-    assert m.feed(f"recover_lease_exit\t{T}\th1\ttrue")[0]["result"] == "closed"
+    m.feed(f"recover_lease_entry\t{T}\t1\th1\tRECOVER_LEASE\t/g\tDFSClient_B\ttrue\tDFSClient_A")
+    assert m.feed(f"recover_lease_exit\t{T}\t1\th1\ttrue")[0]["result"] == "closed"
 
 
 def test_replica_loaded_line():
     ev, = agent.AgentMapper("datanode", "3.4.2").feed(
-        f"replica_loaded\t{T}\tmain\t1073741826\t1002\t196608\tRWR")
+        f"replica_loaded\t{T}\t7\tmain\t1073741826\t1002\t196608\tRWR")
     assert {k: ev[k] for k in ("event", "block", "gs", "len", "state", "reason")} == {
         "event": "dn.replica.state", "block": 1073741826, "gs": 1002, "len": 196608,
         "state": "RWR", "reason": "restart"}
@@ -168,7 +168,7 @@ def test_replica_loaded_line():
 
 def test_replica_saved_by_a_restart_loads_as_rbw():
     ev, = agent.AgentMapper("datanode", "3.4.2").feed(
-        f"replica_loaded\t{T}\tmain\t1073741826\t1002\t196608\tRBW")
+        f"replica_loaded\t{T}\t7\tmain\t1073741826\t1002\t196608\tRBW")
     assert (ev["state"], ev["reason"]) == ("RBW", "restart_saved")
 
 
@@ -186,9 +186,10 @@ def _replace(lines: list[str]) -> list[dict]:
 
 def test_replace_added():
     ev, = _replace([
-        f"replace_policy\t{T}\tDataStreamer for file /f\tDEFAULT\tfalse\t3\t"
+        f"replace_policy\t{T}\t7\tDataStreamer for file /f\tDEFAULT\tfalse\t3\t"
         f"[{_dn(9861)}, {_dn(9862)}]\tfalse\ttrue\ttrue",
-        f"replace_done\t{T}\tDataStreamer for file /f\t/f\tBP-1:blk_1073741825_1002\t"
+        # the streamer renamed its thread in between: the call is joined on its id
+        f"replace_done\t{T}\t7\tDataStreamer for file /f blk_2\t/f\tBP-1:blk_1073741825_1002\t"
         f"[{_dn(9861)}, {_dn(9862)}, {_dn(9863)}]"])
     assert {k: ev[k] for k in ("event", "path", "block", "gs", "policy", "replication",
                                "remaining", "hflushed", "decision", "new_node", "pipeline",
@@ -201,35 +202,35 @@ def test_replace_added():
 
 def test_replace_not_needed_and_appended_counts_as_hflushed():
     ev, = _replace([
-        f"replace_policy\t{T}\tt\tDEFAULT\tfalse\t3\t[{_dn(9861)}, {_dn(9862)}]\ttrue\t"
+        f"replace_policy\t{T}\t7\tt\tDEFAULT\tfalse\t3\t[{_dn(9861)}, {_dn(9862)}]\ttrue\t"
         f"false\tfalse",
-        f"replace_done\t{T}\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}, {_dn(9862)}]"])
+        f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}, {_dn(9862)}]"])
     assert (ev["decision"], ev["new_node"], ev["hflushed"], ev["append"]) == \
         ("not_needed", None, True, True)
 
 
 def test_replace_failed_best_effort_and_failed():
-    head = (f"replace_policy\t{T}\tt\tALWAYS\ttrue\t3\t[{_dn(9861)}]\tfalse\tfalse\t"
+    head = (f"replace_policy\t{T}\t7\tt\tALWAYS\ttrue\t3\t[{_dn(9861)}]\tfalse\tfalse\t"
             f"true")
-    ev, = _replace([head, f"replace_add_failed\t{T}\tt\tIOException",
-                    f"replace_done\t{T}\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]"])
+    ev, = _replace([head, f"replace_add_failed\t{T}\t7\tt\tIOException",
+                    f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]"])
     assert (ev["decision"], ev["error"], ev["best_effort"]) == \
         ("failed_best_effort", "IOException", True)
-    ev, = _replace([head, f"replace_add_failed\t{T}\tt\tIOException",
-                    f"replace_failed\t{T}\tt\t/f\tBP-1:blk_5_6\tIOException"])
+    ev, = _replace([head, f"replace_add_failed\t{T}\t7\tt\tIOException",
+                    f"replace_failed\t{T}\t7\tt\t/f\tBP-1:blk_5_6\tIOException"])
     assert (ev["decision"], ev["pipeline"]) == ("failed", None)
 
 
 def test_replace_needed_but_nothing_to_copy_adds_no_node():
     ev, = _replace([
-        f"replace_policy\t{T}\tt\tALWAYS\tfalse\t3\t[{_dn(9861)}]\tfalse\tfalse\ttrue",
-        f"replace_done\t{T}\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]"])
+        f"replace_policy\t{T}\t7\tt\tALWAYS\tfalse\t3\t[{_dn(9861)}]\tfalse\tfalse\ttrue",
+        f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]"])
     assert (ev["policy_says"], ev["decision"], ev["new_node"]) == (True, "not_needed", None)
 
 
-@pytest.mark.parametrize("line", ["", "garbage", "block_complete\tnot-a-time\tt\tb\t1\t/p",
-                                  f"block_complete\t{T}\tt\tonly-one-field",
-                                  f"unknown_rule\t{T}\tt\tx"])
+@pytest.mark.parametrize("line", ["", "garbage", "block_complete\tnot-a-time\t7\tt\tb\t1\t/p",
+                                  f"block_complete\t{T}\t7\tt\tonly-one-field",
+                                  f"unknown_rule\t{T}\t7\tt\tx"])
 def test_bad_lines_make_no_event(line):
     m = agent.AgentMapper("namenode", "3.4.2")
     assert m.feed(line) == []
@@ -240,10 +241,10 @@ def test_adapter_writes_agent_events_with_their_own_seq(tmp_path):
     """LogAdapter with the agent's mapper: an agent log of its own, seq 0.. gap-free."""
     from harness.systems.hadoop.adapter import LogAdapter
     raw = tmp_path / "nn.agent"
-    raw.write_text(f"block_complete\t{T}\tt\tblk_1_1001\t1\t/a\n"
-                   f"recover_lease_entry\t{T}\tt\tRECOVER_LEASE\t/a\tB\ttrue\tA\n"
-                   f"recover_lease_exit\t{T}\tt\tfalse\n"
-                   f"block_complete\t{T}\tt\tblk_2_1002\t2\t/a")      # torn last line
+    raw.write_text(f"block_complete\t{T}\t7\tt\tblk_1_1001\t1\t/a\n"
+                   f"recover_lease_entry\t{T}\t7\tt\tRECOVER_LEASE\t/a\tB\ttrue\tA\n"
+                   f"recover_lease_exit\t{T}\t7\tt\tfalse\n"
+                   f"block_complete\t{T}\t7\tt\tblk_2_1002\t2\t/a")      # torn last line
     out = tmp_path / "nn-agent.jsonl"
     a = LogAdapter(str(raw), "nn", "namenode", "3.4.2", str(out),
                    mapper=agent.AgentMapper("namenode", "3.4.2"))

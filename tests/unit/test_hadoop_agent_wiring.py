@@ -154,3 +154,16 @@ def test_scenario_option_and_an_unsupported_release():
     issues = get_system("hadoop", "2.9.0").issues(sc)
     assert any(i.startswith("cluster.hadoop_agent: the hadoop agent has no rules for 2.9.0")
                for i in issues)
+
+
+def test_the_agent_makes_its_checks_observable():
+    from harness.systems.hadoop import logmap
+    for check in ("P2", "L2", "B6", "H1"):
+        assert logmap.skip_reason(check, "3.4.2").startswith("not observable on hadoop 3.4.2")
+        assert logmap.skip_reason(check, "3.4.2", agent=True) is None
+    # what no agent rule gives yet stays skipped
+    for check in ("P3", "P7"):
+        assert logmap.skip_reason(check, "3.4.2", agent=True) is not None
+    events = {r.event for r in agent.TABLE_3_4}
+    assert {"client.pipeline.replace", "nn.lease.recover", "dn.replica.state",
+            "nn.block.state"} <= events

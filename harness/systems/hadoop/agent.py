@@ -8,7 +8,7 @@ condition and the fields it reads there, each a Byteman expression. `script()` w
 them as a .btm file: each rule appends one line to the JVM's agent file (the system
 property `hdfs-chaos.agent.out`, Byteman's traceOpen: append, flushed per line)
 
-    <rule name> TAB <Instant.now()> TAB <thread name> TAB <field 1> TAB <field 2> ...
+    <rule> TAB <Instant.now()> TAB <thread id> TAB <thread name> TAB <field 1> TAB ...
 
 so no JSON is built inside the JVM; `AgentMapper` parses those lines, joins the parts of
 one call (an ENTRY part and its EXIT part, on the same thread) and makes the contract
@@ -266,7 +266,8 @@ def check_script(release: str, classpath: str, jar: str) -> list[str]:
 
 def _rule_text(r: AgentRule) -> str:
     line = " + \"\\t\" + ".join(
-        [f"\"{r.name}\"", "java.time.Instant.now()", "Thread.currentThread().getName()"]
+        [f"\"{r.name}\"", "java.time.Instant.now()", "Thread.currentThread().getId()",
+         "Thread.currentThread().getName()"]
         + [f"({expr})" for _, expr in r.fields])
     return (f"RULE hdfs-chaos {r.name}\n"
             f"CLASS {r.cls}\n"
@@ -340,7 +341,7 @@ class AgentMapper:
     def feed(self, raw: str) -> list[dict]:
         parts = raw.rstrip("\r\n").split("\t")
         rule = self.rules.get(parts[0])
-        if rule is None or len(parts) != 3 + len(rule.fields):
+        if rule is None or len(parts) != 4 + len(rule.fields):
             self.bad_lines += bool(raw.strip())
             return []
         try:
@@ -348,9 +349,11 @@ class AgentMapper:
         except ValueError:
             self.bad_lines += 1
             return []
-        thread = parts[2]
-        values = dict(zip((n for n, _ in rule.fields), parts[3:]))
-        key = (rule.event, thread)
+        # the parts of one call are joined on the thread's id: a DataStreamer renames its
+        # thread after each block
+        tid, thread = parts[2], parts[3]
+        values = dict(zip((n for n, _ in rule.fields), parts[4:]))
+        key = (rule.event, tid)
         if rule.part == "entry":
             self.entries[key] = {"ts": ts, **values}
             return []
