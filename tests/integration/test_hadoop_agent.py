@@ -1,7 +1,8 @@
 """The Byteman agent in real Hadoop JVMs (issue 32): a small cluster started with
 `agent=True` writes, from inside its JVMs, the facts its logs lack: a block becoming
-COMPLETE on the NameNode (H1), who asked for a lease recovery (L2) and the RWR replica a
-restarted DataNode loads (B6)."""
+COMPLETE on the NameNode (H1), who asked for a lease recovery (L2), the RWR replica a
+restarted DataNode loads (B6), a file's length when it closes, and the replacement
+decision of a writer that lost a node (P2)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,9 @@ def test_agent_events_from_a_real_cluster(tmp_path):
                                   and e["path"] == "/done"], 30, "nn.block.state of /done")
         assert complete[0]["state"] == "COMPLETE" and complete[0]["len"] == len(data)
         assert complete[0]["source"] == "hadoop-agent" and complete[0]["gs"] > 0
+        closed = [e for e in _events(c, "nn") if e["event"] == "nn.file.close"
+                  and e["path"] == "/done"]
+        assert [(e["len"], e["reason"]) for e in closed] == [(len(data), "complete")]
 
         # a writer that keeps /open open (its stdin stays open): an RBW replica on dn1
         c.add_client("c2")
@@ -91,6 +95,13 @@ def test_agent_events_from_a_real_cluster(tmp_path):
         assert ev["holder"] != ev["requester"], ev
         assert ev["force"] is True and ev["op"] == "RECOVER_LEASE"
         assert ev["result"] in ("recovering", "closed") and ev["error"] is None
+        # the block recovery that follows closes /open at the length dn1 kept (appendToFile
+        # had created and closed it empty first: that close comes before)
+        close = _wait(lambda: [e for e in _events(c, "nn") if e["event"] == "nn.file.close"
+                               and e["path"] == "/open" and e["ts"] > ev["ts"]], 60,
+                      "nn.file.close of /open after the recoverLease")
+        assert close[0]["reason"] in ("block_recovery", "lease_recovery")
+        assert close[0]["len"] == loaded[0]["len"]
     finally:
         if writer is not None:
             writer.kill()

@@ -158,6 +158,15 @@ def test_recover_lease_refused_and_closed():
     assert m.feed(f"recover_lease_exit\t{T}\t1\th1\ttrue")[0]["result"] == "closed"
 
 
+@pytest.mark.parametrize("caller", ["complete", "lease_recovery", "block_recovery", ""])
+def test_file_close_line(caller):
+    ev, = agent.AgentMapper("namenode", "3.4.2").feed(
+        f"file_close\t{T}\t7\tIPC Server handler 3\t/f\t300000\t{caller}")
+    assert {k: ev[k] for k in ("event", "path", "len", "reason", "source")} == {
+        "event": "nn.file.close", "path": "/f", "len": 300000, "reason": caller or None,
+        "source": "hadoop-agent"}
+
+
 def test_replica_loaded_line():
     ev, = agent.AgentMapper("datanode", "3.4.2").feed(
         f"replica_loaded\t{T}\t7\tmain\t1073741826\t1002\t196608\tRWR")

@@ -44,9 +44,10 @@ RDF = "org.apache.hadoop.hdfs.protocol.datatransfer.ReplaceDatanodeOnFailure"
 
 # contract events an agent rule provides in place of the log adapter's (logmap), by role:
 # the log's recoverLease line names no requester; the log's client.pipeline.replace are
-# inferred `added` only (a new node in a rebuilt pipeline), without the policy's inputs
+# inferred `added` only (a new node in a rebuilt pipeline), without the policy's inputs;
+# too; its nn.file.close has no length
 REPLACES: dict[str, frozenset[str]] = {
-    "namenode": frozenset({"nn.lease.recover"}),
+    "namenode": frozenset({"nn.lease.recover", "nn.file.close"}),
     "datanode": frozenset(),
     "client": frozenset({"client.pipeline.replace"}),
 }
@@ -129,6 +130,23 @@ TABLE_3_4: list[AgentRule] = [
               uses=((BM, f"{_BMP}BlockCollection getBlockCollection({_BMP}BlockInfo)"),
                     (_BMP + "BlockCollection", "java.lang.String getName()"),
                     ("org.apache.hadoop.hdfs.protocol.Block", "long getNumBytes()"))),
+    # A file closes: FSNamesystem.finalizeINodeFileUnderConstruction, called by
+    # completeFile (FSDirWriteFileOp.completeFileInternal), by internalReleaseLease (all
+    # blocks complete, or an empty last block removed) and by a closing
+    # commitBlockSynchronization (closeFileCommitBlocks); its caller is the reason. The
+    # length is the file's at that moment (INodeFile.computeFileSize).
+    AgentRule("file_close", "namenode", FSN, "finalizeINodeFileUnderConstruction",
+              "void finalizeINodeFileUnderConstruction(java.lang.String, "
+              f"{_NN}INodeFile, int, boolean)", "AT EXIT", "nn.file.close",
+              _f(path="$1", len="$2.computeFileSize()",
+                 reason="callerEquals(\"closeFileCommitBlocks\") ? \"block_recovery\" : "
+                        "(callerEquals(\"internalReleaseLease\") ? \"lease_recovery\" : "
+                        "(callerEquals(\"completeFileInternal\") ? \"complete\" : \"\"))"),
+              uses=((_NN + "INodeFile", "long computeFileSize()"),
+                    (FSN, "void closeFileCommitBlocks(java.lang.String, "
+                          f"{_NN}INodeFile, {_BMP}BlockInfo)"),
+                    (FSN, "boolean internalReleaseLease("),
+                    (_NN + "FSDirWriteFileOp", "boolean completeFileInternal("))),
     # B6: a replica of an rbw folder loaded at DataNode start: RWR, or RBW when a restart
     # for upgrade left its restart meta (BlockPoolSlice.addReplicaToReplicasMap; read back
     # from the replica map once added: the method decides the state and length inside)
@@ -435,5 +453,9 @@ def _replace(entry: dict, done: dict) -> dict:
             "error": _null(done.get("error", "") or entry.get("note_error", ""))}
 
 
-_EVENTS = {"client.pipeline.replace": _replace, "nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
+def _file_close(v: dict, _done: dict) -> dict:
+    return {"path": v["path"], "len": _int(v["len"]), "reason": _null(v["reason"])}
+
+
+_EVENTS = {"nn.file.close": _file_close, "client.pipeline.replace": _replace, "nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
            "dn.replica.state": _replica_loaded}
