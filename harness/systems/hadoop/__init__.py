@@ -45,6 +45,12 @@ class Hadoop(SystemUnderTest):
         if "hadoop" not in tuple(getattr(scenario, "systems", ("hadoop",))):
             out.append(f"scenario {scenario.name} does not run on hadoop: "
                        f"{getattr(scenario, 'systems_reason', '') or 'see its systems:'}")
+        if getattr(scenario.cluster, "hadoop_agent", False):
+            from .agent import table_for
+            try:
+                table_for(self.version)
+            except ValueError as e:
+                out.append(f"cluster.hadoop_agent: {e}")
         if scenario.cluster.racks:
             out.append("cluster.racks: racks are not configured on hadoop yet "
                        "(no topology script); drop them or declare `systems: [minihdfs]`")
@@ -54,15 +60,18 @@ class Hadoop(SystemUnderTest):
 
     def make_cluster(self, backend):
         from .cluster import HadoopCluster
+        sc = backend.scenario
         try:
             fetch.fetch(self.version)
+            if getattr(sc.cluster, "hadoop_agent", False):
+                fetch.fetch_agent()
         except fetch.FetchError as e:
             raise BackendError(str(e)) from e
-        sc = backend.scenario
         return HadoopCluster(backend.work_dir, self.version, sc.cluster.datanodes,
                              dict(sc.cluster.config),
                              logs_dir=os.path.join(backend.run_dir, "logs"),
-                             debug_loggers=_debug_loggers())
+                             debug_loggers=_debug_loggers(),
+                             agent=bool(getattr(sc.cluster, "hadoop_agent", False)))
 
     def listen(self, cluster) -> dict:
         return cluster.listen()
@@ -129,6 +138,7 @@ class Hadoop(SystemUnderTest):
         # (pipeline errors, recovery) are adapted into a log of their own
         self._adapt(backend, client_id, "client",
                     os.path.join(backend.run_dir, "events", f"{client_id}-dfsclient.jsonl"))
+        self._adapt_agent(backend, client_id, "client")
         cluster._spawn(client_id, cmd)
 
     def client_running(self, backend, client_id: str) -> bool:
@@ -142,12 +152,32 @@ class Hadoop(SystemUnderTest):
             if spec["role"] != "client":
                 self._adapt(backend, node, spec["role"],
                             os.path.join(backend.run_dir, "events", f"{node}.jsonl"))
+                self._adapt_agent(backend, node, spec["role"])
 
     def _adapt(self, backend, node: str, role: str, events_out: str) -> None:
         from .adapter import LogAdapter
+        from .agent import REPLACES
         cluster = backend.cluster
+        # with the agent on, a fact it reports is not taken from the log as well
+        drop = REPLACES.get(role, frozenset()) if cluster.agent_flag else frozenset()
         a = LogAdapter(raw_log=cluster.nodes[node]["log"], node=node, role=role,
-                       release=self.version, events_out=events_out, hosts=cluster.address_map())
+                       release=self.version, events_out=events_out, hosts=cluster.address_map(),
+                       drop=drop)
+        a.start()
+        self.adapters.append(a)
+
+    def _adapt_agent(self, backend, node: str, role: str) -> None:
+        """The agent's lines of `node`'s JVM (cluster.nodes[node]['agent_out']) into a log
+        of their own, events/<node>-agent.jsonl, with its own seq (check I1)."""
+        from .adapter import LogAdapter
+        from .agent import AgentMapper
+        cluster = backend.cluster
+        if not cluster.agent_flag:
+            return
+        a = LogAdapter(raw_log=cluster.nodes[node]["agent_out"], node=node, role=role,
+                       release=self.version,
+                       events_out=os.path.join(backend.run_dir, "events", f"{node}-agent.jsonl"),
+                       mapper=AgentMapper(role, self.version, cluster.address_map()))
         a.start()
         self.adapters.append(a)
 
@@ -211,14 +241,15 @@ def wait_until(predicate, timeout: float, interval: float = 0.2) -> bool:
 
 
 def drop_empty_client_logs(events_dir: str) -> None:
-    """Remove each client's adapted DFSClient log that holds no event: a client that only
-    called recoverLease logs no pipeline line, and the verifier's I1 would take the empty
-    file for a process that left no log (the client's own <client>.jsonl is its log)."""
+    """Remove each client's adapted DFSClient log and each agent log that holds no event: a
+    client that only called recoverLease logs no pipeline line, a DataNode may hit no agent
+    rule, and the verifier's I1 would take the empty file for a process that left no log
+    (<node>.jsonl is each process's log)."""
     try:
         names = os.listdir(events_dir)
     except OSError:
         return
     for name in names:
         path = os.path.join(events_dir, name)
-        if name.endswith("-dfsclient.jsonl") and os.path.getsize(path) == 0:
+        if name.endswith(("-dfsclient.jsonl", "-agent.jsonl")) and os.path.getsize(path) == 0:
             os.remove(path)

@@ -29,12 +29,14 @@ from .logmap import DEFAULT_RELEASE, LogMapper
 class LogAdapter:
     def __init__(self, raw_log: str, node: str, role: str, release: str = DEFAULT_RELEASE,
                  events_out: str | None = None, hosts: dict[str, str] | None = None,
-                 poll: float = 0.02):
+                 poll: float = 0.02, mapper=None, drop: frozenset[str] = frozenset()):
         if events_out is None:
             raise ValueError("LogAdapter needs events_out: the JSON-lines file to write events to")
         self.raw_log, self.node, self.role = raw_log, node, role
         self.events_out = events_out
-        self.mapper = LogMapper(role, release, hosts)
+        # another mapper with LogMapper's feed/flush/held/release_older (agent.AgentMapper)
+        self.mapper = mapper if mapper is not None else LogMapper(role, release, hosts)
+        self.drop = drop            # events another source (the agent) provides instead
         self.poll = poll
         self.lines_read = 0
         self.events_written = 0
@@ -128,6 +130,8 @@ class LogAdapter:
         return True
 
     def _write(self, event: dict) -> None:
+        if event["event"] in self.drop:
+            return
         fields = dict(event)
         record = {"ts": fields.pop("ts"), "node": self.node, "role": self.role, "seq": self._seq,
                   "event": fields.pop("event")}

@@ -37,6 +37,7 @@ NN_CLASS = "org.apache.hadoop.hdfs.server.namenode.NameNode"
 ADMIN_CLASS = "org.apache.hadoop.hdfs.tools.DFSAdmin"
 DN_CLASS = "org.apache.hadoop.hdfs.server.datanode.DataNode"
 DOMAIN = "hdfs"
+AGENT_OUT_PROPERTY = "hdfs-chaos.agent.out"     # agent.OUT_PROPERTY: where a JVM's rules write
 
 # Measured by benchmarks/bench_hadoop_start.py on 2 cores: C1 only (no C2 compiles of
 # start-up code nobody runs twice) and the serial collector (no GC threads to compete
@@ -58,7 +59,7 @@ class HadoopCluster:
                  datanodes: int = 3, config: dict | None = None, *,
                  logs_dir: str | None = None, debug_loggers: list[str] | tuple = (),
                  jvm_flags: list[str] | None = None, java: str = "java",
-                 role_flags: dict[str, list[str]] | None = None):
+                 role_flags: dict[str, list[str]] | None = None, agent: bool = False):
         self.dir = os.path.abspath(directory)
         self.version = version
         self.scenario_config = dict(config or {})
@@ -71,6 +72,15 @@ class HadoopCluster:
         self.jvm_flags = list(JVM_FLAGS if jvm_flags is None else jvm_flags)
         self.role_flags = dict(role_flags or {})   # e.g. a CDS archive per daemon kind
         self.java = java
+        # the Byteman agent (agent.py) in every daemon and workload client JVM, off by
+        # default; its script is generated from the release's rule table
+        self.agent_flag: str | None = None
+        if agent:
+            from . import agent as agent_rules
+            jar = fetch.require_agent_jar()
+            os.makedirs(os.path.join(self.dir, "conf"), exist_ok=True)
+            btm = agent_rules.write_script(version, os.path.join(self.dir, "conf", "agent.btm"))
+            self.agent_flag = agent_rules.javaagent_flag(str(jar), btm)
         self.routes_for: Callable[[str], Routes] | None = None
         self.procs: dict[str, subprocess.Popen] = {}
         self.tie_to_parent = False
@@ -88,7 +98,8 @@ class HadoopCluster:
                 "hosts": os.path.join(self.dir, "hosts", node),
                 "storage": os.path.join(self.dir, "storage", node),
                 "log": os.path.join(self.logs_dir, f"{node}.log"),
-                "stdout": os.path.join(self.logs_dir, f"{node}.out")}
+                "stdout": os.path.join(self.logs_dir, f"{node}.out"),
+                "agent_out": os.path.join(self.logs_dir, f"{node}.agent")}
         spec.update({svc: f"127.0.0.1:{port}" for svc, port in ports.items()})
         self.nodes[node] = spec
         return spec
@@ -200,8 +211,12 @@ class HadoopCluster:
                      extra_cp: list[str] = ()) -> list[str]:
         spec = self.nodes[node]
         os.makedirs(self.tmp_dir, exist_ok=True)
+        # the agent goes into the cluster's and the workload's JVMs, not the harness's own
+        # (dfsadmin, the state tool): their calls are no part of the run under test
+        agent = [self.agent_flag, f"-D{AGENT_OUT_PROPERTY}={spec['agent_out']}"] \
+            if self.agent_flag and node != "harness" else []
         # -Dhdfs-chaos-node names the JVM for the reaper (harness/backends/local.py _ours)
-        return [self.java, *self.jvm_flags, *self.role_flags.get(spec["role"], []),
+        return [self.java, *self.jvm_flags, *self.role_flags.get(spec["role"], []), *agent,
                 f"-Dhdfs-chaos-node={node}",
                 f"-Djdk.net.hosts.file={spec['hosts']}",
                 f"-Dhadoop.log.dir={self.logs_dir}",

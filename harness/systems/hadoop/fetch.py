@@ -7,7 +7,10 @@ Maven jars ship no ``webapps/`` and the NameNode's HTTP server refuses to start
 without it, while empty folders on the classpath are enough (JMX still answers).
 The cache root is ``$HDFS_CHAOS_HADOOP_CACHE`` or ``~/.cache/hdfs-chaos/hadoop``.
 
-    python -m harness.systems.hadoop.fetch [VERSION]     # default 3.4.2
+The Byteman agent jar (issue 32: events from inside the JVMs, harness/systems/hadoop/
+agent.py) goes to ``<cache>/agent/byteman-<BYTEMAN_VERSION>.jar``, shared by every release.
+
+    python -m harness.systems.hadoop.fetch [VERSION]     # default 3.4.2, and the agent jar
 """
 from __future__ import annotations
 
@@ -23,6 +26,9 @@ from pathlib import Path
 DEFAULT_VERSION = "3.4.2"
 POM = Path(__file__).with_name("pom.xml")
 WEBAPPS = ("hdfs", "datanode", "secondary", "static", "journal")
+# the newest 4.0.x on Maven Central (works on Java 17); only its main jar is fetched: the
+# optional byteman-jigsaw artifact it names is not served, and the agent does not need it
+BYTEMAN_VERSION = "4.0.27"
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([.-][A-Za-z0-9.-]+)?$")
 
 
@@ -108,6 +114,45 @@ def fetch(version: str = DEFAULT_VERSION, *, quiet: bool = True) -> Path:
     return rel
 
 
+def agent_jar() -> Path:
+    """Where the Byteman agent jar is (whether fetched or not)."""
+    return cache_root() / "agent" / f"byteman-{BYTEMAN_VERSION}.jar"
+
+
+def require_agent_jar() -> Path:
+    """The Byteman agent jar, or a one-line error naming the fix."""
+    jar = agent_jar()
+    if not jar.is_file():
+        raise FetchError(f"the hadoop agent needs {jar}, which is missing: run "
+                         f"tools/setup.sh --hadoop (or python -m harness.systems.hadoop.fetch)")
+    return jar
+
+
+def fetch_agent(*, quiet: bool = True) -> Path:
+    """Makes sure the Byteman jar is cached (the main artifact alone, no dependency)."""
+    jar = agent_jar()
+    if jar.is_file():
+        return jar
+    check_tools()
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="agent.", dir=jar.parent))
+    cmd = ["mvn", "-B", "-f", str(POM), "dependency:copy",
+           f"-Dartifact=org.jboss.byteman:byteman:{BYTEMAN_VERSION}:jar",
+           f"-DoutputDirectory={tmp}", "-Dmdep.overWriteReleases=true"]
+    if quiet:
+        cmd.insert(1, "-q")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    got = tmp / jar.name
+    if proc.returncode != 0 or not got.is_file():
+        shutil.rmtree(tmp, ignore_errors=True)
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+        raise FetchError(f"mvn could not fetch org.jboss.byteman:byteman:{BYTEMAN_VERSION} "
+                         f"(the hadoop agent): {' | '.join(tail)}")
+    got.rename(jar)     # whole or not at all: a half-copied jar never has the final name
+    shutil.rmtree(tmp, ignore_errors=True)
+    return jar
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) > 1 or (args and args[0].startswith("-")):
@@ -116,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     version = args[0] if args else DEFAULT_VERSION
     try:
         rel = fetch(version)
+        fetch_agent()
     except FetchError as exc:
         print(f"hadoop fetch: error: {exc}", file=sys.stderr)
         return 2

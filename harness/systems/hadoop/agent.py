@@ -1,0 +1,461 @@
+"""Events from inside the Hadoop JVMs (issue 32): a Byteman agent in every daemon and
+workload client JVM, its rules generated from one table per release line, and the
+mapper that turns what the rules write into contract events (spec/EVENTS.md).
+
+Each `AgentRule` names a method (class, method, the exact descriptor its checks look for
+in the release's jar), a Byteman location (AT ENTRY, AT EXIT, AT EXCEPTION EXIT, ...), a
+condition and the fields it reads there, each a Byteman expression. `script()` writes
+them as a .btm file: each rule appends one line to the JVM's agent file (the system
+property `hdfs-chaos.agent.out`, Byteman's traceOpen: append, flushed per line)
+
+    <rule> TAB <Instant.now()> TAB <thread id> TAB <thread name> TAB <field 1> TAB ...
+
+so no JSON is built inside the JVM; `AgentMapper` parses those lines, joins the parts of
+one call (an ENTRY part and its EXIT part, on the same thread) and makes the contract
+event, with `source: "hadoop-agent"`. The harness writes them, with their own seq, to
+`events/<node>-agent.jsonl` (a log of their own: check I1 counts each log's seq).
+
+Where an agent event says what a log line said, the agent's wins and the log adapter
+drops its own (`REPLACES`): one source per fact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+import re
+
+SOURCE = "hadoop-agent"
+OUT_PROPERTY = "hdfs-chaos.agent.out"
+TRACE_KEY = "hdfs-chaos"
+_BLK = re.compile(r"^blk_(-?\d+)_(\d+)$")
+_BLK_IN = re.compile(r"blk_(-?\d+)_(\d+)")
+
+FSN = "org.apache.hadoop.hdfs.server.namenode.FSNamesystem"
+BM = "org.apache.hadoop.hdfs.server.blockmanagement.BlockManager"
+BPS = "org.apache.hadoop.hdfs.server.datanode.fsdataset.impl.BlockPoolSlice"
+_NN = "org.apache.hadoop.hdfs.server.namenode."
+_BMP = "org.apache.hadoop.hdfs.server.blockmanagement."
+_DN = "org.apache.hadoop.hdfs.server.datanode."
+
+DS = "org.apache.hadoop.hdfs.DataStreamer"
+RDF = "org.apache.hadoop.hdfs.protocol.datatransfer.ReplaceDatanodeOnFailure"
+
+# contract events an agent rule provides in place of the log adapter's (logmap), by role:
+# the log's recoverLease line names no requester; the log's client.pipeline.replace are
+# inferred `added` only (a new node in a rebuilt pipeline), without the policy's inputs;
+# too; its nn.file.close has no length
+REPLACES: dict[str, frozenset[str]] = {
+    "namenode": frozenset({"nn.lease.recover", "nn.file.close"}),
+    "datanode": frozenset(),
+    "client": frozenset({"client.pipeline.replace"}),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentRule:
+    """One Byteman rule: at `location` of `cls.method` (the method whose javap signature
+    is `signature`, checked on each tested release), if `condition`, write `fields`
+    (name -> Byteman expression). `event` is the contract event it makes, alone or with
+    the other parts of the same call (`part`: entry, exit)."""
+    name: str
+    role: str
+    cls: str
+    method: str
+    signature: str          # as javap -p prints it, without modifiers/throws
+    location: str
+    event: str
+    fields: tuple[tuple[str, str], ...]
+    condition: str = "true"
+    part: str = "whole"     # whole | entry | note (a fact inside the call) | exit
+    # every other member its expressions use: (class, javap text of the member)
+    uses: tuple[tuple[str, str], ...] = ()
+
+
+def _f(**kw: str) -> tuple[tuple[str, str], ...]:
+    return tuple(kw.items())
+
+
+_RLI_SIG = ("boolean recoverLeaseInternal(org.apache.hadoop.hdfs.server.namenode.FSNamesystem"
+            "$RecoverLeaseOp, org.apache.hadoop.hdfs.server.namenode.INodesInPath, "
+            "java.lang.String, java.lang.String, java.lang.String, boolean)")
+_CTC_SIG = ("void convertToCompleteBlock(org.apache.hadoop.hdfs.server.blockmanagement."
+            "BlockInfo, org.apache.hadoop.hdfs.server.namenode.INodesInPath)")
+_ARM_SIG = ("void addReplicaToReplicasMap(org.apache.hadoop.hdfs.protocol.Block, org.apache."
+            "hadoop.hdfs.server.datanode.fsdataset.impl.ReplicaMap, org.apache.hadoop.hdfs."
+            "server.datanode.fsdataset.impl.RamDiskReplicaTracker, boolean)")
+
+# The 3.4 table (3.4.2's jars; 3.3.6 and 3.2.4 have the same methods, checked by
+# tests/unit/test_hadoop_agent_rules.py against each release's jar).
+TABLE_3_4: list[AgentRule] = [
+    # L2: who asked for a lease recovery, and whether it was forced. FSNamesystem.
+    # recoverLeaseInternal is where the recoverLease RPC (force) and a create / append of
+    # a file another client holds (no force: the soft limit decides) meet; the lease's
+    # holder is the file's under-construction client, read at entry, before the call
+    # hands the lease to the recovering holder. Only files under construction: for a
+    # closed file the method returns at once and recovers nothing.
+    AgentRule("recover_lease_entry", "namenode", FSN, "recoverLeaseInternal", _RLI_SIG,
+              "AT ENTRY", "nn.lease.recover",
+              _f(op="$1", path="$3", requester="$4", force="$6",
+                 holder="$2.getLastINode().asFile().getFileUnderConstructionFeature()"
+                        ".getClientName()"),
+              condition="$2.getLastINode() != null && $2.getLastINode().isFile() && "
+                        "$2.getLastINode().asFile().isUnderConstruction()",
+              part="entry",
+              uses=((_NN + "INodesInPath", f"{_NN}INode getLastINode()"),
+                    (_NN + "INode", "boolean isFile()"),
+                    (_NN + "INode", f"{_NN}INodeFile asFile()"),
+                    (_NN + "INodeFile", "boolean isUnderConstruction()"),
+                    (_NN + "INodeFile",
+                     f"{_NN}FileUnderConstructionFeature getFileUnderConstructionFeature()"),
+                    (_NN + "FileUnderConstructionFeature", "java.lang.String getClientName()"),
+                    (FSN + "$RecoverLeaseOp", "RECOVER_LEASE;"))),
+    # its answer: true = the file is closed, false = a block recovery runs on
+    AgentRule("recover_lease_exit", "namenode", FSN, "recoverLeaseInternal", _RLI_SIG,
+              "AT EXIT", "nn.lease.recover", _f(closed="$!"), part="exit"),
+    # refused: AlreadyBeingCreated (soft limit not expired), RecoveryInProgress, ...
+    AgentRule("recover_lease_error", "namenode", FSN, "recoverLeaseInternal", _RLI_SIG,
+              "AT EXCEPTION EXIT", "nn.lease.recover",
+              _f(error="$^.getClass().getSimpleName()"), part="exit"),
+    # H1: a block becomes COMPLETE on the NameNode. BlockManager.convertToCompleteBlock is
+    # the one place the state changes (completeBlock returns early for a block already
+    # COMPLETE); iip is null when the last replica's report completes it (addStoredBlock)
+    # or it is forced complete, so the path comes from the block's file.
+    AgentRule("block_complete", "namenode", BM, "convertToCompleteBlock", _CTC_SIG,
+              "AT EXIT", "nn.block.state",
+              _f(block="$1", len="$1.getNumBytes()",
+                 path="$0.getBlockCollection($1) == null ? \"\" : "
+                      "$0.getBlockCollection($1).getName()"),
+              uses=((BM, f"{_BMP}BlockCollection getBlockCollection({_BMP}BlockInfo)"),
+                    (_BMP + "BlockCollection", "java.lang.String getName()"),
+                    ("org.apache.hadoop.hdfs.protocol.Block", "long getNumBytes()"))),
+    # A file closes: FSNamesystem.finalizeINodeFileUnderConstruction, called by
+    # completeFile (FSDirWriteFileOp.completeFileInternal), by internalReleaseLease (all
+    # blocks complete, or an empty last block removed) and by a closing
+    # commitBlockSynchronization (closeFileCommitBlocks); its caller is the reason. The
+    # length is the file's at that moment (INodeFile.computeFileSize).
+    AgentRule("file_close", "namenode", FSN, "finalizeINodeFileUnderConstruction",
+              "void finalizeINodeFileUnderConstruction(java.lang.String, "
+              f"{_NN}INodeFile, int, boolean)", "AT EXIT", "nn.file.close",
+              _f(path="$1", len="$2.computeFileSize()",
+                 reason="callerEquals(\"closeFileCommitBlocks\") ? \"block_recovery\" : "
+                        "(callerEquals(\"internalReleaseLease\") ? \"lease_recovery\" : "
+                        "(callerEquals(\"completeFileInternal\") ? \"complete\" : \"\"))"),
+              uses=((_NN + "INodeFile", "long computeFileSize()"),
+                    (FSN, "void closeFileCommitBlocks(java.lang.String, "
+                          f"{_NN}INodeFile, {_BMP}BlockInfo)"),
+                    (FSN, "boolean internalReleaseLease("),
+                    (_NN + "FSDirWriteFileOp", "boolean completeFileInternal("))),
+    # B6: a replica of an rbw folder loaded at DataNode start: RWR, or RBW when a restart
+    # for upgrade left its restart meta (BlockPoolSlice.addReplicaToReplicasMap; read back
+    # from the replica map once added: the method decides the state and length inside)
+    AgentRule("replica_loaded", "datanode", BPS, "addReplicaToReplicasMap", _ARM_SIG,
+              "AT EXIT", "dn.replica.state",
+              _f(block="$1.getBlockId()", gs="$2.get($0.bpid, $1.getBlockId())"
+                 ".getGenerationStamp()",
+                 len="$2.get($0.bpid, $1.getBlockId()).getNumBytes()",
+                 state="$2.get($0.bpid, $1.getBlockId()).getState()"),
+              condition="!$4 && $2.get($0.bpid, $1.getBlockId()) != null",
+              uses=((BPS, "java.lang.String bpid;"),
+                    (_DN + "fsdataset.impl.ReplicaMap",
+                     f"{_DN}ReplicaInfo get(java.lang.String, long)"),
+                    ("org.apache.hadoop.hdfs.protocol.Block", "long getBlockId()"),
+                    ("org.apache.hadoop.hdfs.protocol.Block", "long getGenerationStamp()"),
+                    (_DN + "Replica", "org.apache.hadoop.hdfs.server.common."
+                                      "HdfsServerConstants$ReplicaState getState()"))),
+    # P2: the replace-datanode-on-failure decision and its inputs, in the client's
+    # DataStreamer (its streamer thread): ReplaceDatanodeOnFailure.satisfy gives the
+    # policy's answer for (replication, the remaining nodes, append, hflushed), called by
+    # DataStreamer.handleDatanodeReplacement only; addDatanode2ExistingPipeline then
+    # adds a node, returns without one (nothing to copy yet: the block's first packet not
+    # acked, or the pipeline closing), or throws (handleDatanodeReplacement swallows it
+    # when best-effort is set).
+    AgentRule("replace_policy", "client", RDF, "satisfy",
+              f"boolean satisfy(short, {'org.apache.hadoop.hdfs.protocol.DatanodeInfo'}[], "
+              "boolean, boolean)", "AT EXIT", "client.pipeline.replace",
+              _f(policy="$0.policy", best_effort="$0.bestEffort", replication="$1",
+                 remaining="java.util.Arrays.toString($2)", append="$3", hflushed="$4",
+                 need="$!"),
+              part="entry",
+              uses=((RDF, f"{RDF}$Policy policy;"), (RDF, "boolean bestEffort;"))),
+    AgentRule("replace_add_failed", "client", DS, "addDatanode2ExistingPipeline",
+              "void addDatanode2ExistingPipeline()", "AT EXCEPTION EXIT",
+              "client.pipeline.replace", _f(error="$^.getClass().getSimpleName()"),
+              part="note"),
+    AgentRule("replace_done", "client", DS, "handleDatanodeReplacement",
+              "void handleDatanodeReplacement()", "AT EXIT", "client.pipeline.replace",
+              _f(path="$0.src", block="$0.getBlock()",
+                 pipeline="java.util.Arrays.toString($0.nodes)"),
+              part="exit",
+              uses=((DS, "java.lang.String src;"),
+                    (DS, "org.apache.hadoop.hdfs.protocol.DatanodeInfo[] nodes;"),
+                    (DS, "org.apache.hadoop.hdfs.protocol.ExtendedBlock getBlock()"))),
+    AgentRule("replace_failed", "client", DS, "handleDatanodeReplacement",
+              "void handleDatanodeReplacement()", "AT EXCEPTION EXIT",
+              "client.pipeline.replace",
+              _f(path="$0.src", block="$0.getBlock()", error="$^.getClass().getSimpleName()"),
+              part="exit"),
+]
+TABLE_3_3: list[AgentRule] = TABLE_3_4
+TABLE_3_2: list[AgentRule] = TABLE_3_4
+
+TABLES: dict[str, list[AgentRule]] = {"3.4": TABLE_3_4, "3.3": TABLE_3_3, "3.2": TABLE_3_2}
+# the releases each table is checked on (their jars are in the Hadoop cache)
+TESTED: dict[str, tuple[str, ...]] = {"3.4": ("3.4.2",), "3.3": ("3.3.6",), "3.2": ("3.2.4",)}
+
+
+def table_for(release: str) -> list[AgentRule]:
+    parts = release.split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        raise ValueError(f"hadoop release {release!r}: give it as MAJOR.MINOR[.PATCH], e.g. 3.4.2")
+    line = ".".join(parts[:2])
+    if line not in TABLES:
+        raise ValueError(f"the hadoop agent has no rules for {release} (lines: "
+                         f"{', '.join(sorted(TABLES))}): turn cluster.hadoop_agent off")
+    return TABLES[line]
+
+
+# -- checking a release's jars ----------------------------------------------------------
+
+def members(rules: list[AgentRule]) -> dict[str, set[str]]:
+    """class -> the javap texts of the members the rules need in it (their target method
+    and every member their expressions use)."""
+    out: dict[str, set[str]] = {}
+    for r in rules:
+        for cls, member in ((r.cls, r.signature), *r.uses):
+            out.setdefault(cls, set()).add(member)
+    return out
+
+
+def javap_classes(classpath: str, classes: list[str]) -> dict[str, str]:
+    """`javap -p` of each class, by class name (a class javap cannot find is left out)."""
+    import subprocess
+    proc = subprocess.run(["javap", "-p", "-cp", classpath, *classes], capture_output=True,
+                          text=True, timeout=120)
+    out: dict[str, str] = {}
+    current = None
+    for line in proc.stdout.splitlines():
+        m = re.match(r"^(?:[a-z]+ )*(?:class|interface|enum) ([\w.$]+)", line)
+        if m:
+            current = m.group(1)
+            out[current] = ""
+        elif current is not None:
+            out[current] += line + "\n"
+    return out
+
+
+def missing_members(release: str, classpath: str) -> list[str]:
+    """What the rules of `release`'s table need and its jars (`classpath`) lack, one
+    `class: member` each; empty when every rule can be placed."""
+    need = members(table_for(release))
+    found = javap_classes(classpath, sorted(need))
+    out = []
+    for cls, wanted in sorted(need.items()):
+        body = found.get(cls)
+        for member in sorted(wanted):
+            if body is None or not any(f" {member}" in ln for ln in body.splitlines()):
+                out.append(f"{cls}: {member}" + ("" if body is not None else " (no such class)"))
+    return out
+
+
+def check_script(release: str, classpath: str, jar: str) -> list[str]:
+    """Byteman's own check of the generated script (org.jboss.byteman.check.TestScript)
+    against the release's classes: each rule's class and method found, each expression
+    type-checked. The lines that report a problem; empty when the script is sound."""
+    import subprocess
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".btm", delete=False) as f:
+        f.write(script(release))
+    try:
+        proc = subprocess.run(["java", "-cp", os.pathsep.join([jar, classpath]),
+                               "org.jboss.byteman.check.TestScript", f.name],
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        os.unlink(f.name)
+    lines = (proc.stdout + proc.stderr).splitlines()
+    bad = [ln for ln in lines if ln.startswith(("ERROR", "WARNING", "org.jboss.byteman"))]
+    if not any(ln.strip() == "TestScript: no errors" for ln in lines) and not bad:
+        bad = [f"TestScript did not finish (exit {proc.returncode}): " + " | ".join(lines[-3:])]
+    return bad
+
+
+# -- the .btm script ---------------------------------------------------------------------
+
+def _rule_text(r: AgentRule) -> str:
+    line = " + \"\\t\" + ".join(
+        [f"\"{r.name}\"", "java.time.Instant.now()", "Thread.currentThread().getId()",
+         "Thread.currentThread().getName()"]
+        + [f"({expr})" for _, expr in r.fields])
+    return (f"RULE hdfs-chaos {r.name}\n"
+            f"CLASS {r.cls}\n"
+            f"METHOD {r.method}\n"
+            f"{r.location}\n"
+            f"IF {r.condition}\n"
+            f"DO traceOpen(\"{TRACE_KEY}\", System.getProperty(\"{OUT_PROPERTY}\"));\n"
+            f"   traceln(\"{TRACE_KEY}\", {line})\n"
+            f"ENDRULE\n")
+
+
+def script(release: str) -> str:
+    """The Byteman script of `release`: every rule of its line's table."""
+    head = (f"# generated by harness/systems/hadoop/agent.py for hadoop {release}: edit the "
+            f"table there, not this file\n\n")
+    return head + "\n".join(_rule_text(r) for r in table_for(release))
+
+
+def write_script(release: str, path: str) -> str:
+    with open(path, "w") as f:
+        f.write(script(release))
+    return path
+
+
+def javaagent_flag(jar: str, script_path: str) -> str:
+    return f"-javaagent:{jar}=script:{script_path}"
+
+
+# -- the agent's lines -> contract events --------------------------------------------------
+
+def _ts(stamp: str) -> float:
+    # Instant.toString, UTC: 2026-11-26T16:40:12.123456Z (a fraction of 0-9 digits)
+    if not stamp.endswith("Z"):
+        raise ValueError(f"not an Instant: {stamp!r}")
+    return round(datetime.datetime.fromisoformat(stamp).timestamp(), 6)
+
+
+def _null(v: str) -> str | None:
+    return None if v in ("null", "") else v
+
+
+def _int(v: str) -> int | None:
+    v = _null(v)
+    return None if v is None else int(v)
+
+
+def _bool(v: str) -> bool | None:
+    return None if _null(v) is None else v == "true"
+
+
+class AgentMapper:
+    """The agent lines of one JVM (one node) -> contract events."""
+
+    def __init__(self, role: str, release: str, hosts: dict[str, str] | None = None):
+        from .logmap import LogMapper
+        self.role = role
+        self.rules = {r.name: r for r in table_for(release)}
+        # Hadoop's names of DataNodes (DatanodeInfoWithStorage[127.0.0.1:PORT,..]) -> node ids
+        self.names = LogMapper(role if role in ("namenode", "datanode", "client") else "client",
+                               release, hosts)
+        self.entries: dict[tuple[str, str], dict] = {}   # (event, thread) -> entry part
+        self.bad_lines = 0
+        self.held: dict = {}        # LogAdapter's interface: nothing is held back
+
+    def release_older(self, now: float) -> list[dict]:
+        return []
+
+    def flush(self) -> list[dict]:
+        return []
+
+    def feed(self, raw: str) -> list[dict]:
+        parts = raw.rstrip("\r\n").split("\t")
+        rule = self.rules.get(parts[0])
+        if rule is None or len(parts) != 4 + len(rule.fields):
+            self.bad_lines += bool(raw.strip())
+            return []
+        try:
+            ts = _ts(parts[1])
+        except ValueError:
+            self.bad_lines += 1
+            return []
+        # the parts of one call are joined on the thread's id: a DataStreamer renames its
+        # thread after each block
+        tid, thread = parts[2], parts[3]
+        values = dict(zip((n for n, _ in rule.fields), parts[4:]))
+        key = (rule.event, tid)
+        if rule.part == "entry":
+            self.entries[key] = {"ts": ts, **values}
+            return []
+        if rule.part == "note":     # a fact inside the call, kept for its exit
+            if key in self.entries:
+                self.entries[key].update({f"note_{k}": v for k, v in values.items()})
+            return []
+        if rule.part == "exit":
+            entry = self.entries.pop(key, None)
+            if entry is None:       # a call the entry rule's condition left out
+                return []
+            ev = _EVENTS[rule.event](entry, {**values, "_names": self.names,
+                                             "_rule": rule.name})
+            return [{"ts": entry["ts"], "event": rule.event, **ev, "source": SOURCE,
+                     "rule": rule.name, "thread": thread}]
+        return [{"ts": ts, "event": rule.event, **_EVENTS[rule.event](values, {}),
+                 "source": SOURCE, "rule": rule.name, "thread": thread}]
+
+    def feed_all(self, lines) -> list[dict]:
+        out: list[dict] = []
+        for raw in lines:
+            out.extend(self.feed(raw))
+        return out
+
+
+def _lease_recover(entry: dict, done: dict) -> dict:
+    error = _null(done.get("error", ""))
+    closed = _bool(done.get("closed", ""))
+    result = "error" if error else ("closed" if closed else "recovering")
+    return {"path": entry["path"], "holder": _null(entry["holder"]),
+            "requester": _null(entry["requester"]), "force": _bool(entry["force"]),
+            "result": result, "error": error, "op": _null(entry["op"])}
+
+
+def _block_state(v: dict, _done: dict) -> dict:
+    m = _BLK.match(v["block"])
+    block, gs = (int(m.group(1)), int(m.group(2))) if m else (_int(v["block"]), None)
+    return {"path": _null(v["path"]), "block": block, "gs": gs, "len": _int(v["len"]),
+            "state": "COMPLETE"}
+
+
+def _replica_loaded(v: dict, _done: dict) -> dict:
+    # the mini-HDFS's reasons (minihdfs/datanode.py): an RBW loaded back is one a shutdown
+    # for restart saved (its restart meta), any other becomes RWR
+    reason = "restart_saved" if v["state"] == "RBW" else "restart"
+    return {"block": _int(v["block"]), "gs": _int(v["gs"]), "len": _int(v["len"]),
+            "state": v["state"], "reason": reason}
+
+
+def _replace(entry: dict, done: dict) -> dict:
+    names = done["_names"]
+    remaining = names.nodes_in(entry["remaining"])
+    pipeline = names.nodes_in(done.get("pipeline", "")) if done.get("pipeline") else None
+    m = _BLK_IN.search(done.get("block", ""))
+    need = _bool(entry["need"])
+    new = [n for n in (pipeline or []) if n not in remaining]
+    if not need:
+        decision = "not_needed"
+    elif done["_rule"] == "replace_failed":
+        decision = "failed"
+    elif entry.get("note_error"):
+        decision = "failed_best_effort"
+    elif new:
+        decision = "added"
+    else:
+        # the policy asked for a node, but addDatanode2ExistingPipeline had nothing to
+        # copy yet (no packet acked in a new block) or the pipeline was closing
+        decision = "not_needed"
+    append = _bool(entry["append"])
+    return {"path": _null(done.get("path", "")), "block": int(m.group(1)) if m else None,
+            "gs": int(m.group(2)) if m else None, "policy": _null(entry["policy"]),
+            "replication": _int(entry["replication"]), "remaining": len(remaining),
+            # the policy's own input is "hflushed or appended" (ReplaceDatanodeOnFailure
+            # .satisfy's isAppend || isHflushed), which check P2's formula reads here
+            "hflushed": bool(_bool(entry["hflushed"]) or append), "append": append,
+            "best_effort": _bool(entry["best_effort"]), "policy_says": need,
+            "decision": decision, "new_node": new[0] if decision == "added" else None,
+            "pipeline": pipeline,
+            "error": _null(done.get("error", "") or entry.get("note_error", ""))}
+
+
+def _file_close(v: dict, _done: dict) -> dict:
+    return {"path": v["path"], "len": _int(v["len"]), "reason": _null(v["reason"])}
+
+
+_EVENTS = {"nn.file.close": _file_close, "client.pipeline.replace": _replace, "nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
+           "dn.replica.state": _replica_loaded}

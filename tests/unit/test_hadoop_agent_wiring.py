@@ -1,0 +1,169 @@
+"""The Hadoop agent's wiring: off by default; `cluster.hadoop_agent: true` gives every
+daemon and workload client JVM (not the harness's own) `-javaagent:<byteman>=script:
+<generated .btm>` and its agent file; a missing jar is a one-line error naming the fix;
+the agent's lines are followed into events/<node>-agent.jsonl; an agent log without an
+event is dropped (check I1 would call it empty)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+
+import pytest
+
+from harness.systems.hadoop import agent, fetch
+from harness.systems.hadoop.cluster import AGENT_OUT_PROPERTY, HadoopCluster
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HDFS_CHAOS_HADOOP_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _fake_jar(cache) -> str:
+    jar = fetch.agent_jar()
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    jar.write_bytes(b"PK")
+    return str(jar)
+
+
+def test_off_by_default(tmp_path, cache):
+    c = HadoopCluster(str(tmp_path / "c"), "3.4.2", 1)
+    assert c.agent_flag is None
+    cmd = c.java_command("nn", "Main")
+    assert not any(a.startswith("-javaagent") or AGENT_OUT_PROPERTY in a for a in cmd)
+
+
+def test_on_every_cluster_and_client_jvm_but_the_harness_own(tmp_path, cache):
+    jar = _fake_jar(cache)
+    c = HadoopCluster(str(tmp_path / "c"), "3.4.2", 2, agent=True)
+    btm = os.path.join(c.dir, "conf", "agent.btm")
+    assert c.agent_flag == f"-javaagent:{jar}=script:{btm}"
+    assert open(btm).read() == agent.script("3.4.2")
+    c.add_client("c1")
+    c.add_client("harness")
+    for node in ("nn", "dn1", "dn2", "c1"):
+        cmd = c.java_command(node, "Main")
+        assert c.agent_flag in cmd, node
+        out = os.path.join(c.logs_dir, f"{node}.agent")
+        assert f"-D{AGENT_OUT_PROPERTY}={out}" in cmd
+        assert cmd.index(c.agent_flag) < cmd.index("-cp")     # a JVM option, not an argument
+    assert not any(a.startswith("-javaagent") for a in c.java_command("harness", "Main"))
+    assert AGENT_OUT_PROPERTY == agent.OUT_PROPERTY
+
+
+def test_a_missing_jar_is_one_line_naming_the_fix(tmp_path, cache):
+    with pytest.raises(fetch.FetchError) as e:
+        HadoopCluster(str(tmp_path / "c"), "3.4.2", 1, agent=True)
+    msg = str(e.value)
+    assert "\n" not in msg and "tools/setup.sh --hadoop" in msg and "byteman-" in msg
+
+
+def test_fetch_agent_refuses_without_maven(tmp_path, cache, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(fetch.FetchError, match="sudo apt-get install"):
+        fetch.fetch_agent()
+    assert not fetch.agent_jar().exists()
+
+
+def test_fetch_agent_keeps_a_cached_jar(tmp_path, cache, monkeypatch):
+    jar = _fake_jar(cache)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))     # no mvn needed: already there
+    assert str(fetch.fetch_agent()) == jar
+
+
+def test_event_sources_follow_each_agent_file(tmp_path, cache, monkeypatch):
+    from harness.systems import get_system
+    _fake_jar(cache)
+    made = []
+
+    class LogAdapter:
+        def __init__(self, **kw):
+            self.kw = kw
+            made.append(self)
+
+        def start(self):
+            pass
+
+        def stop(self):
+            pass
+
+    monkeypatch.setitem(sys.modules, "harness.systems.hadoop.adapter",
+                        types.SimpleNamespace(LogAdapter=LogAdapter))
+    c = HadoopCluster(str(tmp_path / "c"), "3.4.2", 1, agent=True)
+    backend = types.SimpleNamespace(cluster=c, run_dir=str(tmp_path / "run"))
+    sut = get_system("hadoop", "3.4.2")
+    sut.start_event_sources(backend)
+    agents = {a.kw["node"]: a.kw for a in made if "mapper" in a.kw}
+    logs = {a.kw["node"]: a.kw for a in made if "mapper" not in a.kw}
+    assert sorted(agents) == ["dn1", "nn"]
+    assert agents["nn"]["raw_log"] == c.nodes["nn"]["agent_out"]
+    assert agents["nn"]["events_out"] == str(tmp_path / "run" / "events" / "nn-agent.jsonl")
+    assert isinstance(agents["nn"]["mapper"], agent.AgentMapper)
+    # the log adapter leaves to the agent what the agent reports
+    assert logs["nn"]["drop"] == agent.REPLACES["namenode"]
+    sut.stop_event_sources(backend)
+
+
+def test_event_sources_without_the_agent_drop_nothing(tmp_path, cache, monkeypatch):
+    from harness.systems import get_system
+    made = []
+
+    class LogAdapter:
+        def __init__(self, **kw):
+            made.append(kw)
+
+        def start(self):
+            pass
+
+        def stop(self):
+            pass
+
+    monkeypatch.setitem(sys.modules, "harness.systems.hadoop.adapter",
+                        types.SimpleNamespace(LogAdapter=LogAdapter))
+    backend = types.SimpleNamespace(cluster=HadoopCluster(str(tmp_path / "c"), "3.4.2", 1),
+                                    run_dir=str(tmp_path / "run"))
+    get_system("hadoop", "3.4.2").start_event_sources(backend)
+    assert len(made) == 2 and all(kw["drop"] == frozenset() for kw in made)
+
+
+def test_empty_agent_logs_are_dropped(tmp_path):
+    from harness.systems.hadoop import drop_empty_client_logs
+    ev = tmp_path / "events"
+    ev.mkdir()
+    (ev / "dn1-agent.jsonl").write_text("")
+    (ev / "nn-agent.jsonl").write_text('{"seq":0}\n')
+    (ev / "dn2.jsonl").write_text("")        # a process's own log is never dropped
+    drop_empty_client_logs(str(ev))
+    assert sorted(os.listdir(ev)) == ["dn2.jsonl", "nn-agent.jsonl"]
+
+
+def test_scenario_option_and_an_unsupported_release():
+    from harness.scenario.loader import check_scenario_text
+    from harness.systems import get_system
+    text = ("name: a\ncluster: {system: hadoop, hadoop_agent: true}\n"
+            "workload: [{id: w1, op: write, client: c1, path: /a, size: 1}]\n")
+    sc, issues = check_scenario_text(text)
+    assert issues == [] and sc.cluster.hadoop_agent is True
+    assert check_scenario_text(text.replace(", hadoop_agent: true", ""))[0].cluster \
+        .hadoop_agent is False
+    assert check_scenario_text(text.replace("true}", "yes please}"))[1]
+    assert not [i for i in get_system("hadoop", "3.4.2").issues(sc) if "agent" in i]
+    issues = get_system("hadoop", "2.9.0").issues(sc)
+    assert any(i.startswith("cluster.hadoop_agent: the hadoop agent has no rules for 2.9.0")
+               for i in issues)
+
+
+def test_the_agent_makes_its_checks_observable():
+    from harness.systems.hadoop import logmap
+    for check in ("P2", "L2", "B6", "H1"):
+        assert logmap.skip_reason(check, "3.4.2").startswith("not observable on hadoop 3.4.2")
+        assert logmap.skip_reason(check, "3.4.2", agent=True) is None
+    # what no agent rule gives yet stays skipped
+    for check in ("P3", "P7"):
+        assert logmap.skip_reason(check, "3.4.2", agent=True) is not None
+    events = {r.event for r in agent.TABLE_3_4}
+    assert {"client.pipeline.replace", "nn.lease.recover", "dn.replica.state",
+            "nn.block.state"} <= events
