@@ -332,6 +332,7 @@ class Run:
             return spec, []
         if self.pipelines is None:
             self.pipelines = LivePipelines(self.events_dir)
+        self.system.catch_up_events()
         try:
             return resolve_fault(spec, self.pipelines.refresh())
         except PositionError as e:

@@ -71,6 +71,11 @@ class SystemUnderTest:
     def stop_event_sources(self, backend) -> None:
         pass
 
+    def catch_up_events(self) -> None:
+        """Write now every event the system's processes have logged so far (a system whose
+        events are adapted from its logs maps what the logs hold), before the harness
+        acts on the run's state: which node is c1.pipeline[0] when a fault fires."""
+
     def storage_path(self, cluster, datanode: str) -> str:
         return cluster.nodes[datanode]["storage"]
 

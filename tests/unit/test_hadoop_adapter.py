@@ -133,3 +133,28 @@ def test_lag_from_line_written_to_event_read(tmp_path):
     print(f"\nlog line -> event read by LogTailer: median {p50 * 1000:.1f} ms, "
           f"max {worst * 1000:.1f} ms over {len(lags)} lines (poll {a.poll * 1000:.0f} ms)")
     assert p50 < 0.25 and worst < 2.0
+
+
+def test_catch_up_writes_what_the_log_holds_now_between_polls(tmp_path):
+    """A fault resolving c1.pipeline[0] first has every adapter map its log as it is:
+    with a poll far in the future, the event is there right after catch_up()."""
+    raw, out = tmp_path / "nn.log", tmp_path / "events" / "nn.jsonl"
+    append(raw, "2026-11-23 19:10:44,300 INFO [main] Foo: nothing to map")
+    a = LogAdapter(str(raw), "nn", "namenode", "3.4.2", str(out), HOSTS, poll=3600).start()
+    try:
+        assert _wait(lambda: a.lines_read == 1)     # the thread's first read, then a long wait
+        append(raw, NN_ALLOCATE)
+        assert out.read_text() == ""
+        a.catch_up()
+        [event] = [json.loads(line) for line in out.read_text().splitlines()]
+        assert event["event"] == "nn.block.allocate" and event["seq"] == 0
+    finally:
+        a.stop()
+    assert a.errors == []
+
+
+def _wait(condition, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return condition()

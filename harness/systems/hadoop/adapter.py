@@ -76,6 +76,17 @@ class LogAdapter:
                 os.close(self._fd)
                 self._fd = None
 
+    def catch_up(self) -> None:
+        """Map and write, now, every complete line the log holds (the thread does the
+        same every `poll` seconds)."""
+        with self._lock:
+            if self._fd is None:
+                return
+            try:
+                self._read_new(final=False)
+            except Exception as e:      # as in _run: recorded, never raised into a run
+                self.errors.append(f"{type(e).__name__}: {e}")
+
     def __enter__(self) -> "LogAdapter":
         return self.start()
 
