@@ -212,6 +212,10 @@ KEYS: dict[str, Key] = {k.name: k for k in [
 ]}
 
 
+# Hadoop's dfs.namenode.stale.datanode.minimum.interval (default 3), not settable here
+STALE_MINIMUM_HEARTBEATS = 3
+
+
 def suggest(name: str, options) -> str:
     close = difflib.get_close_matches(name, list(options), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
@@ -249,9 +253,23 @@ class Config:
         return self._values[name]
 
     @property
+    def heartbeat_seconds(self) -> int:
+        """The heartbeat interval as the NameNode reads it for the intervals it derives from
+        it: in whole seconds (getTimeDuration(..., SECONDS): 300 ms is 0, 1.5 s is 1)."""
+        return int(self["dfs.heartbeat.interval"])
+
+    @property
     def dead_interval(self) -> float:
-        return (2 * self["dfs.namenode.heartbeat.recheck-interval"]
-                + 10 * self["dfs.heartbeat.interval"])
+        # 3.x DatanodeManager.<init>: heartbeatExpireInterval = 2 x recheck + 10 x heartbeat seconds
+        return 2 * self["dfs.namenode.heartbeat.recheck-interval"] + 10 * self.heartbeat_seconds
+
+    @property
+    def stale_interval(self) -> float:
+        """dfs.namenode.stale.datanode.interval, raised to at least
+        STALE_MINIMUM_HEARTBEATS whole heartbeat seconds (Hadoop warns and resets it)."""
+        # 3.x DatanodeManager.getStaleIntervalFromConf: max(interval, minimum.interval x heartbeat seconds)
+        return max(self["dfs.namenode.stale.datanode.interval"],
+                   STALE_MINIMUM_HEARTBEATS * self.heartbeat_seconds)
 
     def to_json(self) -> str:
         return json.dumps(self.raw, sort_keys=True)

@@ -789,10 +789,44 @@ class NameNode:
                 info = self.blocks.get(int(item["block"]))
                 if info is None or item["dn"] not in info.replicas:
                     continue
-                info.corrupt.add(item["dn"])
-                self.emit("nn.replica.corrupt", dn=item["dn"], block=info.id, gs=info.gs,
-                          reason=item.get("reason", "checksum"))
+                # the reader's block carries the stored GS (BlockManager.findAndMarkBlockAsCorrupt)
+                self._mark_corrupt(info, item["dn"], info.gs, item.get("reason", "checksum"))
             return True
+
+    def _live_replicas(self, info: BlockInfo) -> list[str]:
+        """NumberReplicas.liveReplicas: FINALIZED, matching, not corrupt, on a live node."""
+        return [dn for dn in info.finalized_matching() if self._alive(dn)]
+
+    def _mark_corrupt(self, info: BlockInfo, dn: str, gs: int, reason: str) -> None:
+        """The replica on `dn` is corrupt: it no longer counts, and is deleted at once only
+        if the block can spare it; otherwise it stays (excluded as a copy target) until
+        the block is back at its replication (_invalidate_corrupt_replicas)."""
+        if dn not in info.corrupt:
+            info.corrupt.add(dn)
+            self.emit("nn.replica.corrupt", dn=dn, block=info.id, gs=gs, reason=reason)
+        inode = self.files.get(info.path)
+        if inode is None:
+            self._queue_invalidate(dn, info.id, gs)
+            return
+        live = len(self._live_replicas(info))
+        corrupt = sum(1 for c in info.corrupt if c in info.replicas and self._alive(c))
+        min_ok = live >= self.conf["dfs.namenode.replication.min"]
+        # 3.x BlockManager.markBlockAsCorrupt: enough live, live + corrupt > replication, or older GS
+        if live >= inode.replication or (min_ok and live + corrupt > inode.replication) \
+                or (min_ok and info.gs > gs):
+            self._queue_invalidate(dn, info.id, gs)
+
+    def _invalidate_corrupt_replicas(self, info: BlockInfo) -> None:
+        """A replica was added: once the block has its replication of live replicas, its
+        corrupt replicas are deleted."""
+        inode = self.files.get(info.path)
+        if not info.corrupt or inode is None:
+            return
+        # 3.x BlockManager.addStoredBlock: invalidateCorruptReplicas once numLiveReplicas >= replication
+        if len(self._live_replicas(info)) >= inode.replication:
+            for dn in sorted(info.corrupt):
+                if dn in info.replicas:
+                    self._queue_invalidate(dn, info.id, info.replicas[dn]["gs"])
 
     def rpc_getClusterState(self) -> dict:
         """Files with their blocks and leases, for fsck and final_state.json."""
@@ -937,7 +971,7 @@ class NameNode:
     def block_recovery_timeout(self) -> float:
         """BlockManager.getBlockRecoveryTimeout: 30 x the heartbeat interval, which
         Hadoop reads in whole seconds (300 ms is 0 s: no wait)."""
-        return int(self.conf["dfs.heartbeat.interval"]) * 30
+        return self.conf.heartbeat_seconds * 30
 
     def _add_block_recovery_attempt(self, info: BlockInfo) -> bool:
         """PendingRecoveryBlocks.add: True (and the attempt recorded) if no recovery of
@@ -1086,15 +1120,14 @@ class NameNode:
                 return
             if info.state == COMPLETE and state == "RWR" and gs == info.gs:
                 # 3.x BlockManager.checkReplicaCorrupt: an RWR replica of a COMPLETE block
-                # with its GS is corrupt (INVALID_STATE); deleted once valid replicas exist
-                if dn not in info.corrupt:
-                    info.corrupt.add(dn)
-                    self.emit("nn.replica.corrupt", dn=dn, block=block, gs=gs,
-                              reason="invalid_state")
+                # with its GS is corrupt (INVALID_STATE), kept or deleted by markBlockAsCorrupt
+                self._mark_corrupt(info, dn, gs, "invalid_state")
                 return
             if info.state == COMMITTED:
                 # files close in complete() or commitBlockSynchronization, not here
                 self._try_complete(info)
+            if state == "FINALIZED":
+                self._invalidate_corrupt_replicas(info)
 
     def rpc_commitBlockSynchronization(self, block: int, recovery_id: int, new_gs: int,
                                        new_len: int, close: bool, delete: bool,
@@ -1180,28 +1213,32 @@ class NameNode:
 
     def _heartbeat_monitor(self) -> None:
         """Marks DataNodes stale and dead; a dead node's replicas stop counting."""
-        stale_after = self.conf["dfs.namenode.stale.datanode.interval"]
-        dead_after = self.conf.dead_interval
         period = max(0.1, min(self.conf["dfs.heartbeat.interval"], 1.0) / 2)
         while not self._stopped.wait(period):
             with self.lock:
-                now = time.monotonic()
-                for d in self.datanodes.values():
-                    silent = now - d.last_heartbeat
-                    if not d.dead and silent > dead_after:
-                        d.dead = True
-                        self.emit("nn.dn.dead", dn=d.id, silent=round(silent, 3))
-                        for info in self.blocks.values():
-                            info.replicas.pop(d.id, None)
-                            info.corrupt.discard(d.id)
-                        # BlockManager.removeBlocksAssociatedTo: invalidateBlocks.remove(node)
-                        # (a dead node's deletions are dropped, not kept for a node that
-                        # may never heartbeat again: the block report of its return says
-                        # what it holds, and what is stale is invalidated then)
-                        d.invalidate = []
-                    elif not d.stale and not d.dead and silent > stale_after:
-                        d.stale = True
-                        self.emit("nn.dn.stale", dn=d.id, silent=round(silent, 3))
+                self.heartbeat_check(time.monotonic())
+
+    def heartbeat_check(self, now: float) -> None:
+        """HeartbeatManager.heartbeatCheck (lock held): the DataNodes silent since `now`
+        minus the stale interval are stale, minus the dead interval dead."""
+        stale_after = self.conf.stale_interval
+        dead_after = self.conf.dead_interval
+        for d in self.datanodes.values():
+            silent = now - d.last_heartbeat
+            if not d.dead and silent > dead_after:
+                d.dead = True
+                self.emit("nn.dn.dead", dn=d.id, silent=round(silent, 3))
+                for info in self.blocks.values():
+                    info.replicas.pop(d.id, None)
+                    info.corrupt.discard(d.id)
+                # BlockManager.removeBlocksAssociatedTo: invalidateBlocks.remove(node)
+                # (a dead node's deletions are dropped, not kept for a node that
+                # may never heartbeat again: the block report of its return says
+                # what it holds, and what is stale is invalidated then)
+                d.invalidate = []
+            elif not d.stale and not d.dead and silent > stale_after:
+                d.stale = True
+                self.emit("nn.dn.stale", dn=d.id, silent=round(silent, 3))
 
     def _redundancy_monitor(self) -> None:
         """Re-replicates under-replicated COMPLETE blocks (transfer to a TEMPORARY replica
@@ -1226,12 +1263,11 @@ class NameNode:
             inode = self.files.get(info.path)
             if inode is None:
                 continue
-            valid = [dn for dn in info.finalized_matching() if self._alive(dn)]
+            valid = self._live_replicas(info)
             if not valid:
                 continue
-            for dn in list(info.corrupt):
-                if dn in info.replicas:
-                    self._queue_invalidate(dn, info.id, info.replicas[dn]["gs"])
+            # corrupt replicas are not deleted here but by _mark_corrupt and
+            # _invalidate_corrupt_replicas; a node holding one is no copy target
             for dn, r in info.replicas.items():
                 if r["gs"] < info.gs and self._alive(dn):
                     self._queue_invalidate(dn, info.id, r["gs"])

@@ -344,7 +344,10 @@ def test_killed_datanode_is_declared_dead_and_its_blocks_re_replicated(make_clus
 # -- corruption ------------------------------------------------------------------------
 
 def test_corrupt_replica_is_detected_on_read_and_replaced(make_cluster, clients):
-    cluster = make_cluster()
+    """The corrupt replica is kept (not a location) until the block is copied to the
+    fourth DataNode, then deleted (3.x BlockManager.markBlockAsCorrupt, addStoredBlock ->
+    invalidateCorruptReplicas); no node holding the block is a copy target."""
+    cluster = make_cluster(datanodes=4)
     c = client(cluster, "c1")
     clients.append(c)
     data = payload(600 * KiB, seed=10)
@@ -373,8 +376,15 @@ def test_corrupt_replica_is_detected_on_read_and_replaced(make_cluster, clients)
              60, what="the corrupt replica to be invalidated")
     report = wait_healthy_file(cluster, c, "/corrupt/file", data, timeout=90)
     assert len({r["crc"] for r in report["blocks"][0]["replicas"]}) == 1
+    assert victim not in [r["dn"] for r in report["blocks"][0]["replicas"]]
     assert events(cluster, victim, "dn.replica.state", block=blk["block"], state="DELETED")
-    assert events(cluster, "nn", "nn.replication.schedule", block=blk["block"], target=victim)
+    [copy] = events(cluster, "nn", "nn.replication.schedule", block=blk["block"])
+    [spare] = set(cluster.nodes) - {"nn"} - set(blk["locations"])
+    assert copy["target"] == spare
+    [gone] = events(cluster, "nn", "nn.replica.invalidate", dn=victim, block=blk["block"])
+    arrived = events(cluster, "nn", "nn.replica.reported", dn=spare, block=blk["block"],
+                     state="FINALIZED")[0]
+    assert arrived["seq"] < gone["seq"]          # deleted only once the copy is in
     assert c.read("/corrupt/file") == data
 
 

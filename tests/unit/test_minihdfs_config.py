@@ -140,3 +140,26 @@ def test_from_pairs_and_json_round_trip():
         Config.from_pairs(["dfs.blocksize"])
     with pytest.raises(ConfigError, match="did you mean"):
         Config.from_pairs(["dfs.replicaton=2"])
+
+
+def test_dead_interval_reads_the_heartbeat_in_whole_seconds():
+    """3.x DatanodeManager: heartbeatExpireInterval = 2 x recheck + 10 x 1000 x the
+    heartbeat read with getTimeDuration(..., SECONDS), so 300 ms counts 0 s, 1.5 s 1 s."""
+    conf = Config({"dfs.heartbeat.interval": "300ms",
+                   "dfs.namenode.heartbeat.recheck-interval": "5s"})
+    assert conf.heartbeat_seconds == 0 and conf.dead_interval == 10
+    conf = Config({"dfs.heartbeat.interval": "1500ms",
+                   "dfs.namenode.heartbeat.recheck-interval": "5s"})
+    assert conf.heartbeat_seconds == 1 and conf.dead_interval == 20
+
+
+def test_stale_interval_is_raised_to_three_whole_heartbeats():
+    """3.x DatanodeManager.getStaleIntervalFromConf: the stale interval is at least
+    dfs.namenode.stale.datanode.minimum.interval (3) x the heartbeat in whole seconds."""
+    assert Config().stale_interval == 30                                   # defaults: 30 s >= 9 s
+    assert Config({"dfs.heartbeat.interval": "1s",
+                   "dfs.namenode.stale.datanode.interval": "2s"}).stale_interval == 3
+    assert Config({"dfs.heartbeat.interval": 3,
+                   "dfs.namenode.stale.datanode.interval": "5s"}).stale_interval == 9
+    assert Config({"dfs.heartbeat.interval": "300ms",               # floor 0: as given
+                   "dfs.namenode.stale.datanode.interval": "1s"}).stale_interval == 1

@@ -143,10 +143,11 @@ def test_finalized_replica_with_other_gs_or_length_does_not_complete(nn):
     assert (dn, lb["gs"]) in invalidated and (lb["locations"][1], lb["gs"] - 1) in invalidated
 
 
-def test_rwr_replica_with_the_gs_of_a_complete_block_is_corrupt_and_deleted(nn):
+def test_rwr_replica_with_the_gs_of_a_complete_block_is_corrupt_and_kept_until_replaced(nn):
     """3.x BlockManager.checkReplicaCorrupt: for a COMPLETE block, an RWR replica of the
-    block's GS is corrupt (INVALID_STATE) and deleted once valid replicas exist; an RBW
-    one of that GS is only a late report and is left alone (HDFS-2791)."""
+    block's GS is corrupt (INVALID_STATE); markBlockAsCorrupt keeps it while the block
+    has fewer live replicas than its replication, so it is deleted only once a copy on
+    another node is in. An RBW one of that GS is only a late report (HDFS-2791)."""
     nn.rpc_create("/f", "c1", replication=3)
     lb = nn.rpc_addBlock("/f", "c1")
     first, second, third = lb["locations"]
@@ -155,15 +156,90 @@ def test_rwr_replica_with_the_gs_of_a_complete_block_is_corrupt_and_deleted(nn):
     last = {"block": lb["block"], "gs": lb["gs"], "len": 1000}
     assert nn.rpc_complete("/f", "c1", last=last) is True
     assert state_of(nn, lb["block"]) == COMPLETE
-    received(nn, first, lb["block"], lb["gs"], 1000, state="RBW")    # a late RBW report
     received(nn, third, lb["block"], lb["gs"], 900, state="RWR")     # back from a crash
     [corrupt] = nn.events.named("nn.replica.corrupt", block=lb["block"])
     assert corrupt["dn"] == third and corrupt["reason"] == "invalid_state"
     assert nn.blocks[lb["block"]].corrupt == {third}
     nn.compute_redundancy_work()
+    assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
+    [spare] = set(DNS) - {first, second, third}
+    [copy] = nn.events.named("nn.replication.schedule", block=lb["block"])
+    assert copy["target"] == spare
+    received(nn, spare, lb["block"], lb["gs"], 1000)
+    received(nn, first, lb["block"], lb["gs"], 1000, state="RBW")    # a late RBW report
+    assert len(nn.events.named("nn.replica.corrupt", block=lb["block"])) == 1
     invalidated = {(e["dn"], e["gs"]) for e in nn.events.named("nn.replica.invalidate",
                                                                block=lb["block"])}
     assert invalidated == {(third, lb["gs"])}
+
+
+def _closed_block(nn: NameNode, path: str, length: int = 1000) -> dict:
+    """A file of one block of replication 3, every pipeline node FINALIZED, closed."""
+    nn.rpc_create(path, "c1", replication=3)
+    lb = write_block(nn, path, "c1", length)
+    assert nn.rpc_complete(path, "c1", last=lb) is True
+    lb["locations"] = sorted(nn.blocks[lb["block"]].finalized_matching())
+    return lb
+
+
+def test_corrupt_replica_without_a_spare_node_is_kept_and_never_copied_onto(tmp_path, namenodes):
+    """3.x BlockManager.markBlockAsCorrupt: with 2 live replicas of 3 and no other node,
+    the corrupt replica is kept (not counted, not a location); no node holding the
+    block, the corrupt one included, is a copy target (computeReconstructionWorkForBlocks
+    excludes the containing nodes), so the block stays under-replicated."""
+    nn = new_namenode(tmp_path / "nn", datanodes={"dn1": "/r1", "dn2": "/r1", "dn3": "/r2"})
+    namenodes.append(nn)
+    lb = _closed_block(nn, "/f")
+    assert lb["locations"] == ["dn1", "dn2", "dn3"]
+    nn.rpc_reportBadBlocks([{"block": lb["block"], "dn": "dn2"}])
+    [corrupt] = nn.events.named("nn.replica.corrupt", block=lb["block"])
+    assert corrupt["dn"] == "dn2" and corrupt["reason"] == "checksum"
+    for _ in range(3):
+        nn.compute_redundancy_work()
+    info = nn.blocks[lb["block"]]
+    assert info.corrupt == {"dn2"} and "dn2" in info.replicas
+    assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
+    assert not nn.events.named("nn.replication.schedule", block=lb["block"])
+    assert _invalidations(nn, "dn2") == []
+    [located] = nn.rpc_getBlockLocations("/f")["blocks"]
+    assert located["locations"] and "dn2" not in located["locations"]
+
+
+def test_corrupt_replica_is_deleted_once_a_copy_on_a_spare_node_is_in(nn):
+    """The block is copied to the node that holds no replica of it, and only when that
+    copy is reported (BlockManager.addStoredBlock -> invalidateCorruptReplicas) is the
+    corrupt replica deleted."""
+    lb = _closed_block(nn, "/f")
+    bad = lb["locations"][1]
+    [spare] = set(DNS) - set(lb["locations"])
+    nn.rpc_reportBadBlocks([{"block": lb["block"], "dn": bad}])
+    nn.compute_redundancy_work()
+    assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
+    [copy] = nn.events.named("nn.replication.schedule", block=lb["block"])
+    assert copy["target"] == spare
+    nn.compute_redundancy_work()                  # pending: no second copy, no deletion
+    assert len(nn.events.named("nn.replication.schedule", block=lb["block"])) == 1
+    assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
+    received(nn, spare, lb["block"], lb["gs"], lb["len"])
+    [gone] = nn.events.named("nn.replica.invalidate", block=lb["block"])
+    assert gone["dn"] == bad and gone["gs"] == lb["gs"]
+    assert [b["block"] for c in _invalidations(nn, bad) for b in c["blocks"]] == [lb["block"]]
+    nn.rpc_blockReceivedAndDeleted(bad, [{"kind": "deleted", "block": lb["block"]}])
+    info = nn.blocks[lb["block"]]
+    assert info.corrupt == set() and sorted(nn._live_replicas(info)) == sorted(
+        set(lb["locations"]) - {bad} | {spare})
+
+
+def test_corrupt_replica_of_a_block_with_enough_live_replicas_is_deleted_at_once(nn):
+    """markBlockAsCorrupt: with the replication still met by live replicas (here a 4th
+    replica of a block of replication 3), the corrupt one is invalidated at once."""
+    lb = _closed_block(nn, "/f")
+    [spare] = set(DNS) - set(lb["locations"])
+    received(nn, spare, lb["block"], lb["gs"], lb["len"])
+    bad = lb["locations"][0]
+    nn.rpc_reportBadBlocks([{"block": lb["block"], "dn": bad}])
+    [gone] = nn.events.named("nn.replica.invalidate", block=lb["block"])
+    assert gone["dn"] == bad
 
 
 def _invalidations(nn: NameNode, dn: str) -> list[dict]:
@@ -668,3 +744,28 @@ def test_a_transferred_replica_is_no_longer_pending_once_reported(tmp_path, name
     assert nn.rpc_getClusterState()["pending"]["replication"] == 1
     received(nn, target, lb["block"], lb["gs"], 100)
     assert nn.rpc_getClusterState()["pending"]["replication"] == 0
+
+
+def test_heartbeat_check_uses_hadoops_stale_floor_and_dead_interval(tmp_path, namenodes):
+    """HeartbeatManager.heartbeatCheck with 1 s heartbeats, a 2 s stale interval (raised
+    to 3 heartbeat seconds) and a 5 s recheck (dead after 2 x 5 + 10 x 1 = 20 s); with
+    300 ms heartbeats the heartbeat counts 0 s (dead after 10 s)."""
+    nn = new_namenode(tmp_path / "nn", {"dfs.heartbeat.interval": "1s",
+                                        "dfs.namenode.stale.datanode.interval": "2s",
+                                        "dfs.namenode.heartbeat.recheck-interval": "5s"})
+    namenodes.append(nn)
+    d = nn.datanodes["dn1"]
+    nn.heartbeat_check(d.last_heartbeat + 2.5)
+    assert not d.stale and not nn.events.named("nn.dn.stale", dn="dn1")
+    nn.heartbeat_check(d.last_heartbeat + 3.2)
+    assert d.stale and nn.events.named("nn.dn.stale", dn="dn1")
+    nn.heartbeat_check(d.last_heartbeat + 19.5)
+    assert not d.dead
+    nn.heartbeat_check(d.last_heartbeat + 20.5)
+    assert d.dead and nn.events.named("nn.dn.dead", dn="dn1")
+    fast = new_namenode(tmp_path / "nn2", {"dfs.heartbeat.interval": "300ms",
+                                           "dfs.namenode.heartbeat.recheck-interval": "5s"})
+    namenodes.append(fast)
+    d = fast.datanodes["dn1"]
+    fast.heartbeat_check(d.last_heartbeat + 10.5)     # 2 x 5 s + 10 x 0 s
+    assert d.dead and fast.events.named("nn.dn.dead", dn="dn1")
