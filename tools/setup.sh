@@ -112,7 +112,10 @@ if [ "${#hadoop_versions[@]}" -gt 0 ]; then
   done
   for v in "${hadoop_versions[@]}"; do
     say "fetching Apache Hadoop $v (once; cached)"
-    PYTHONPATH="$ROOT" .venv/bin/python -m harness.systems.hadoop.fetch "$v" >/dev/null \
+    # fetch.main, not `-m ...fetch`: the package imports fetch first, and runpy warns
+    PYTHONPATH="$ROOT" .venv/bin/python -c \
+      'import sys; from harness.systems.hadoop.fetch import main; sys.exit(main(sys.argv[1:]))' \
+      "$v" >/dev/null \
       || fail "fetching Hadoop $v failed (see above)"
   done
 fi
