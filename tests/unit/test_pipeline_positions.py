@@ -290,8 +290,10 @@ def test_an_unresolvable_position_stops_the_run_with_its_reason(tmp_path):
     from minihdfs.events import EventLog
     sc = load_scenario_text(BASE + "  - {id: k, kind: kill, target: c1.pipeline.1, "
                                    "at: {event: client.ack, node: c1}}\n")
+    from harness.systems import SystemUnderTest
     run = Run.__new__(Run)          # only what _resolve_positions uses
     run.events_dir, run.pipelines = str(tmp_path), None
+    run.system = SystemUnderTest()
     run.log = EventLog(str(tmp_path / "harness.jsonl"), "harness", "harness")
     with pytest.raises(RunError, match=r"fault k: c1.pipeline\[1\] cannot be resolved: c1 has "
                                        r"set up no pipeline yet"):
@@ -306,3 +308,27 @@ def test_an_unresolvable_position_stops_the_run_with_its_reason(tmp_path):
     assert (spec.target, texts) == ("dn2", ["c1.pipeline[1]=dn2"])
     run.pipelines.close()
     run.log.close()
+
+
+def test_a_position_is_resolved_after_the_system_caught_up_its_events(tmp_path):
+    """The client's recovery, logged but not yet adapted into events/ when the fault
+    fires, is what the position resolves against (Hadoop's adapters poll their logs)."""
+    from harness.runner import Run
+    from harness.systems import SystemUnderTest
+    from minihdfs.events import EventLog
+    sc = load_scenario_text(BASE + "  - {id: k, kind: kill, target: c1.pipeline.0, "
+                                   "at: {event: client.ack, node: c1}}\n")
+    client_log = EventLog(str(tmp_path / "c1.jsonl"), "c1", "client")
+    client_log.emit("client.pipeline.setup", path="/f", block=1, gs=1, stage="PIPELINE_SETUP_CREATE",
+                    pipeline=["dn1", "dn2", "dn3"])
+
+    class Adapted(SystemUnderTest):
+        def catch_up_events(self):      # the recovery line reaches events/ only now
+            client_log.emit("client.pipeline.recovered", path="/f", block=1, old_gs=1, gs=2,
+                            pipeline=["dn2", "dn3"])
+
+    run = Run.__new__(Run)
+    run.events_dir, run.pipelines, run.system = str(tmp_path), None, Adapted()
+    run.log = EventLog(str(tmp_path / "harness.jsonl"), "harness", "harness")
+    spec, resolved = run._resolve_positions(sc.fault("k"))
+    assert spec.target == "dn2" and resolved == ["c1.pipeline[0]=dn2"]
