@@ -628,6 +628,21 @@ def select(files: list[str], scenarios: dict, patterns: Sequence[str]) -> list[s
     return chosen
 
 
+def skip_other_backends(files: list[str], scenarios: dict, backend: str) -> list[str]:
+    """The files whose scenario runs on `backend`; each one left out says why (stderr)."""
+    kept = []
+    for path in files:
+        sc = scenarios.get(path)
+        if sc is not None and backend not in sc.backends:
+            print(f"{sc.name}: skipped, it does not run on the {backend} backend: "
+                  f"{sc.backends_reason or 'see its backends:'}", file=sys.stderr)
+            continue
+        kept.append(path)
+    if files and not kept:
+        raise UserError(f"no scenario given runs on the {backend} backend: use --backend local")
+    return kept
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     files = scenario_files(args.files)
     scenarios, issues = validate_files(files)
@@ -635,6 +650,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         files = select(files, scenarios, args.select)
         issues = [i for i in issues if i.file in files]
         scenarios = {path: sc for path, sc in scenarios.items() if path in files}
+    files = skip_other_backends(files, scenarios, args.backend)
     if args.repeat < 1:
         raise UserError(f"--repeat {args.repeat}: give a number of runs, 1 or more")
     if args.workers < 1:

@@ -123,7 +123,7 @@ class Run:
                 if self.backend_name != "local":
                     raise RunError(f"--system {self.system.name} needs --backend local")
                 kw["system"] = self.system
-            issues = self.system.issues(sc)
+            issues = self.system.issues(sc) + backend_issues(sc, self.backend_name)
             if issues:
                 raise RunError("; ".join(issues))
             self.backend = backend_cls(sc, self.run_id, self.run_dir, self.log, self.seed,
@@ -588,6 +588,14 @@ def _install_signal_handlers():
 def _restore_signal_handlers(previous) -> None:
     for sig, old in (previous or {}).items():
         signal.signal(sig, old)
+
+
+def backend_issues(scenario: Scenario, backend: str) -> list[str]:
+    """Why `scenario` cannot run on `backend` (its backends: leaves it out), or nothing."""
+    if backend in getattr(scenario, "backends", (backend,)):
+        return []
+    return [f"scenario {scenario.name} does not run on the {backend} backend: "
+            f"{scenario.backends_reason or 'see its backends:'}"]
 
 
 def run_scenario(scenario: Scenario | str, backend: str = "local", results_dir: str = "results",

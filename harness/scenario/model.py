@@ -30,6 +30,7 @@ CHECK_IDS: tuple[str, ...] = (
 
 OPERATIONS = ("write", "append", "read", "recover_lease", "truncate")
 SYSTEMS = ("minihdfs", "hadoop")
+BACKENDS = ("local", "docker")
 """The systems under test (harness/systems): the mini-HDFS and Apache Hadoop HDFS."""
 OUTCOMES = ("ok", "error")
 
@@ -813,6 +814,11 @@ class Scenario:
                                     "leaving one out needs systems_reason", default=SYSTEMS)
     systems_reason: str = spec(Text(), "why the scenario cannot run on the systems it leaves "
                                "out, e.g. a setting the release hard-codes", default="")
+    backends: tuple[str, ...] = spec(ListOf(Enum(BACKENDS, "backend"), min_items=1),
+                                     "the backends this scenario can run on (default: all); "
+                                     "leaving one out needs backends_reason", default=BACKENDS)
+    backends_reason: str = spec(Text(), "why the scenario cannot run on the backends it "
+                                "leaves out, e.g. exact injection (local only)", default="")
     known_bug: KnownBug | None = spec(Struct(KnownBug), "the known HDFS bug this scenario "
                                       "reproduces (hdfs-chaos known-bugs)", default=None)
     source: str | None = dataclasses.field(default=None, compare=False)
@@ -827,6 +833,11 @@ class Scenario:
                 and not values.get("systems_reason"):
             ctx.error_at("systems", "a scenario that leaves out a system says why: "
                          "add systems_reason: ...")
+        backends = values.get("backends") or BACKENDS
+        if isinstance(backends, (list, tuple)) and set(BACKENDS) - set(backends) \
+                and not values.get("backends_reason"):
+            ctx.error_at("backends", "a scenario that leaves out a backend says why: "
+                         "add backends_reason: ...")
         cluster = values.get("cluster")
         if isinstance(cluster, Cluster) and isinstance(systems, (list, tuple)) \
                 and cluster.system not in systems:
