@@ -130,7 +130,11 @@ class HadoopCluster:
         return os.pathsep.join([conf, self.webroot, *extra, os.path.join(lib_dir(self.release), "*")])
 
     def _java(self, node: str, conf: str, main: list[str], extra_cp: tuple = ()) -> list[str]:
-        return ["java", *JVM_FLAGS, "-cp", self.classpath(conf, *extra_cp), *main]
+        # Jetty's scratch folders under the cluster's root, not left behind in /tmp
+        scratch = os.path.join(self.root, "tmp")
+        os.makedirs(scratch, exist_ok=True)
+        return ["java", *JVM_FLAGS, f"-Djava.io.tmpdir={scratch}",
+                "-cp", self.classpath(conf, *extra_cp), *main]
 
     def start(self, timeout: float = 90.0) -> "HadoopCluster":
         nn_conf = self.conf_dir("nn", {"dfs.namenode.name.dir": os.path.join(self.root, "nn")})
