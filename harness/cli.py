@@ -633,9 +633,9 @@ def skip_other_backends(files: list[str], scenarios: dict, backend: str) -> list
     kept = []
     for path in files:
         sc = scenarios.get(path)
-        if sc is not None and backend not in sc.backends:
-            print(f"{sc.name}: skipped, it does not run on the {backend} backend: "
-                  f"{sc.backends_reason or 'see its backends:'}", file=sys.stderr)
+        refusal = sc.backend_refusal(backend) if sc is not None else None
+        if refusal:
+            print(f"{sc.name}: skipped, it {refusal}", file=sys.stderr)
             continue
         kept.append(path)
     if files and not kept:

@@ -151,9 +151,9 @@ class ScenarioItem(pytest.Item):
         if not self.runs_here():
             pytest.skip(f"{self.scenario.name} does not run on {self.system}: "
                         f"{self.scenario.systems_reason or 'see its systems:'}")
-        if self.backend not in self.scenario.backends:
-            pytest.skip(f"{self.scenario.name} does not run on the {self.backend} backend: "
-                        f"{self.scenario.backends_reason or 'see its backends:'}")
+        refusal = self.scenario.backend_refusal(self.backend)
+        if refusal:
+            pytest.skip(f"{self.scenario.name} {refusal}")
         try:
             from harness.runner import run_scenario
         except ImportError as e:

@@ -592,10 +592,8 @@ def _restore_signal_handlers(previous) -> None:
 
 def backend_issues(scenario: Scenario, backend: str) -> list[str]:
     """Why `scenario` cannot run on `backend` (its backends: leaves it out), or nothing."""
-    if backend in getattr(scenario, "backends", (backend,)):
-        return []
-    return [f"scenario {scenario.name} does not run on the {backend} backend: "
-            f"{scenario.backends_reason or 'see its backends:'}"]
+    refusal = scenario.backend_refusal(backend)
+    return [f"scenario {scenario.name} {refusal}"] if refusal else []
 
 
 def run_scenario(scenario: Scenario | str, backend: str = "local", results_dir: str = "results",

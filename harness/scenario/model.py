@@ -824,6 +824,13 @@ class Scenario:
     source: str | None = dataclasses.field(default=None, compare=False)
     source_text: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
+    def backend_refusal(self, backend: str) -> str | None:
+        """Why this scenario does not run on `backend` (its backends: leaves it out), or None."""
+        if backend in self.backends:
+            return None
+        return (f"does not run on the {backend} backend: "
+                f"{self.backends_reason or 'see its backends:'}")
+
     @classmethod
     def check(cls, ctx, node, path, values, given):
         if values.get("timeout") == 0:

@@ -42,12 +42,18 @@ def _wait(predicate, timeout: float, what: str):
     raise AssertionError(f"not within {timeout:.0f}s: {what}")
 
 
-def test_agent_events_from_a_real_cluster(tmp_path):
+def _agent_cluster(tmp_path, datanodes: int, replication: int) -> HadoopCluster:
+    """A cluster of VERSION with the agent on (not started); skipped without its jars."""
     hs.fetched_or_skip(VERSION)
     if not fetch.agent_jar().is_file():
         pytest.skip(f"needs {fetch.agent_jar()}: run tools/setup.sh --hadoop")
-    c = HadoopCluster(str(tmp_path / "cluster"), VERSION, 1,
-                      {"dfs.replication": "1", "dfs.heartbeat.interval": "1s"}, agent=True)
+    return HadoopCluster(str(tmp_path / "cluster"), VERSION, datanodes,
+                         {"dfs.replication": str(replication), "dfs.heartbeat.interval": "1s"},
+                         agent=True)
+
+
+def test_agent_events_from_a_real_cluster(tmp_path):
+    c = _agent_cluster(tmp_path, 1, replication=1)
     writer = None
     try:
         c.start(timeout=180)
@@ -123,11 +129,7 @@ def test_agent_reports_the_replacement_decision(tmp_path):
     """P2: a writer loses one node of its 2-node pipeline; with policy ALWAYS the client
     asks for a third DataNode, and the agent's client.pipeline.replace says so, with the
     policy's inputs."""
-    hs.fetched_or_skip(VERSION)
-    if not fetch.agent_jar().is_file():
-        pytest.skip(f"needs {fetch.agent_jar()}: run tools/setup.sh --hadoop")
-    c = HadoopCluster(str(tmp_path / "cluster"), VERSION, 3,
-                      {"dfs.replication": "2", "dfs.heartbeat.interval": "1s"}, agent=True)
+    c = _agent_cluster(tmp_path, 3, replication=2)
     writer = None
     try:
         c.start(timeout=180)

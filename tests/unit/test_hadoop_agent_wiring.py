@@ -74,41 +74,9 @@ def test_fetch_agent_keeps_a_cached_jar(tmp_path, cache, monkeypatch):
     assert str(fetch.fetch_agent()) == jar
 
 
-def test_event_sources_follow_each_agent_file(tmp_path, cache, monkeypatch):
-    from harness.systems import get_system
-    _fake_jar(cache)
-    made = []
-
-    class LogAdapter:
-        def __init__(self, **kw):
-            self.kw = kw
-            made.append(self)
-
-        def start(self):
-            pass
-
-        def stop(self):
-            pass
-
-    monkeypatch.setitem(sys.modules, "harness.systems.hadoop.adapter",
-                        types.SimpleNamespace(LogAdapter=LogAdapter))
-    c = HadoopCluster(str(tmp_path / "c"), "3.4.2", 1, agent=True)
-    backend = types.SimpleNamespace(cluster=c, run_dir=str(tmp_path / "run"))
-    sut = get_system("hadoop", "3.4.2")
-    sut.start_event_sources(backend)
-    agents = {a.kw["node"]: a.kw for a in made if "mapper" in a.kw}
-    logs = {a.kw["node"]: a.kw for a in made if "mapper" not in a.kw}
-    assert sorted(agents) == ["dn1", "nn"]
-    assert agents["nn"]["raw_log"] == c.nodes["nn"]["agent_out"]
-    assert agents["nn"]["events_out"] == str(tmp_path / "run" / "events" / "nn-agent.jsonl")
-    assert isinstance(agents["nn"]["mapper"], agent.AgentMapper)
-    # the log adapter leaves to the agent what the agent reports
-    assert logs["nn"]["drop"] == agent.REPLACES["namenode"]
-    sut.stop_event_sources(backend)
-
-
-def test_event_sources_without_the_agent_drop_nothing(tmp_path, cache, monkeypatch):
-    from harness.systems import get_system
+@pytest.fixture
+def adapters(monkeypatch):
+    """The keyword arguments of every LogAdapter the Hadoop system makes (none started)."""
     made = []
 
     class LogAdapter:
@@ -123,10 +91,33 @@ def test_event_sources_without_the_agent_drop_nothing(tmp_path, cache, monkeypat
 
     monkeypatch.setitem(sys.modules, "harness.systems.hadoop.adapter",
                         types.SimpleNamespace(LogAdapter=LogAdapter))
+    return made
+
+
+def test_event_sources_follow_each_agent_file(tmp_path, cache, adapters):
+    from harness.systems import get_system
+    _fake_jar(cache)
+    c = HadoopCluster(str(tmp_path / "c"), "3.4.2", 1, agent=True)
+    backend = types.SimpleNamespace(cluster=c, run_dir=str(tmp_path / "run"))
+    sut = get_system("hadoop", "3.4.2")
+    sut.start_event_sources(backend)
+    agents = {kw["node"]: kw for kw in adapters if "mapper" in kw}
+    logs = {kw["node"]: kw for kw in adapters if "mapper" not in kw}
+    assert sorted(agents) == ["dn1", "nn"]
+    assert agents["nn"]["raw_log"] == c.nodes["nn"]["agent_out"]
+    assert agents["nn"]["events_out"] == str(tmp_path / "run" / "events" / "nn-agent.jsonl")
+    assert isinstance(agents["nn"]["mapper"], agent.AgentMapper)
+    # the log adapter leaves to the agent what the agent reports
+    assert logs["nn"]["drop"] == agent.REPLACES["namenode"]
+    sut.stop_event_sources(backend)
+
+
+def test_event_sources_without_the_agent_drop_nothing(tmp_path, cache, adapters):
+    from harness.systems import get_system
     backend = types.SimpleNamespace(cluster=HadoopCluster(str(tmp_path / "c"), "3.4.2", 1),
                                     run_dir=str(tmp_path / "run"))
     get_system("hadoop", "3.4.2").start_event_sources(backend)
-    assert len(made) == 2 and all(kw["drop"] == frozenset() for kw in made)
+    assert len(adapters) == 2 and all(kw["drop"] == frozenset() for kw in adapters)
 
 
 def test_empty_agent_logs_are_dropped(tmp_path):
