@@ -58,6 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     _autocomplete(parser)
     args = parser.parse_args(argv)
+    if getattr(args, "remote", None):
+        if args.remote != "off" and not args.remote.startswith("sc://"):
+            parser.error(f"--remote {args.remote!r} is not a Spark Connect URL: use "
+                         f"sc://host:port, or off")
+        os.environ["HDFS_CHAOS_SPARK_REMOTE"] = args.remote   # child processes too
     try:
         return args.command(args)
     except KeyboardInterrupt:
@@ -268,7 +273,73 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(command=cmd_cleanup)
     _add_explore(command)
     _add_known_bugs(command)
+    _add_spark(command)
+    for name in ("run", "diff", "verify", "report", "explore", "known-bugs"):
+        _remote_option(commands.choices[name])
     return parser
+
+
+def _remote_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--remote", default=None, metavar="URL",
+                   help="verify through this Spark Connect server (sc://host:port; the run "
+                        "folders must be readable there), or `off` for a Spark of this "
+                        "process (default: the server of `hdfs-chaos spark up` when it is "
+                        "up, else a Spark of this process)")
+
+
+# -- spark (issue 33; harness/reconcile/connect.py) ---------------------------------------------
+
+def _add_spark(command) -> None:
+    p = command("spark", help="a Spark Connect server on loopback, kept up between commands: "
+                              "run, verify, report, diff and explore use it while it is up")
+    actions = p.add_subparsers(dest="spark_command", metavar="ACTION", required=True)
+    q = actions.add_parser("up", formatter_class=_HelpFormatter,
+                           help="start the server (nothing to do when it is up)")
+    q.add_argument("--port", type=int, default=None, metavar="N",
+                   help="its port on 127.0.0.1 (default 15002)")
+    q.add_argument("--memory", default=None, metavar="SIZE",
+                   help="its JVM heap (default: HDFS_CHAOS_SPARK_MEMORY, else 4g)")
+    q.set_defaults(command=cmd_spark_up)
+    actions.add_parser("down", help="stop the server").set_defaults(command=cmd_spark_down)
+    actions.add_parser("status", help="say whether the server is up and where (exit 0 up, "
+                                      "1 down)").set_defaults(command=cmd_spark_status)
+
+
+def cmd_spark_up(args: argparse.Namespace) -> int:
+    from harness.reconcile import connect
+    port = connect.DEFAULT_PORT if args.port is None else args.port
+    if not 0 < port < 65536:
+        raise UserError(f"--port {port} is not a TCP port: use 1-65535")
+    before = connect.status()
+    try:
+        server = connect.up(port, args.memory)
+    except connect.ConnectError as e:
+        raise UserError(str(e)) from None
+    what = "already up" if before is not None else "up"
+    print(f"Spark Connect server {what} at {server.url} (pid {server.pid}, log {server.log})")
+    return EXIT_OK
+
+
+def cmd_spark_down(args: argparse.Namespace) -> int:
+    from harness.reconcile import connect
+    server = connect.down()
+    print("Spark Connect server stopped" if server is not None
+          else "no Spark Connect server was up")
+    return EXIT_OK
+
+
+def cmd_spark_status(args: argparse.Namespace) -> int:
+    import time as _time
+    from harness.reconcile import connect
+    server = connect.status()
+    if server is None:
+        print("down (hdfs-chaos spark up starts it)")
+        return EXIT_FAILED
+    answers = connect._answers(server.port)
+    age = _time.time() - server.started
+    print(f"up at {server.url} (pid {server.pid}, {age / 60:.0f} min, pyspark "
+          f"{server.pyspark}{'' if answers else ', not answering yet'}; log {server.log})")
+    return EXIT_OK
 
 
 def _complete_scenarios(prefix: str, **kwargs) -> list[str]:

@@ -58,7 +58,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types a
 from minihdfs.config import Config, ConfigError
 from .schema import (BULK_EVENTS, CORRUPT, ENVELOPE, EVENT_SCHEMA, FIELDS,
                      FINAL_STATE_SCHEMA, KNOWN_FIELDS, NARROW_SCHEMA)
-from .session import get_spark, is_local
+from .session import default_parallelism, get_spark, is_local
 from .sparkjvm import cached_leaf, release
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ class RunSet:
         # no exchange (session.small_queries); the two check threads keep the two cores
         # busy instead.
         if rare_partitions is None:
-            rare_partitions = 1 if is_local(spark) else spark.sparkContext.defaultParallelism
+            rare_partitions = 1 if is_local(spark) else default_parallelism(spark)
         rare = (fold.filter(F.col("rare").isNotNull()).coalesce(rare_partitions)
                 .select("run_id", "log", "log_no",
                         F.explode(F.array_repeat("rare", F.col("n").cast("int"))).alias("raw"))

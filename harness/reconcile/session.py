@@ -142,13 +142,19 @@ def get_spark(master: str | None = None, log_path: str | None = None,
     when the JVM exits (harness.reconcile.cds).
     """
     global _spark, _master
-    wanted = master or os.environ.get("HDFS_CHAOS_SPARK_MASTER") or DEFAULT_MASTER
+    from .connect import remote_url
+    wanted = master or remote_url() or os.environ.get("HDFS_CHAOS_SPARK_MASTER") \
+        or DEFAULT_MASTER
     with _lock:
         if _spark is not None:
             if master and master != _master:
                 raise RuntimeError(
                     f"a SparkSession for {_master!r} already runs in this process; "
                     f"cannot switch to {master!r} (start a new process for another master)")
+            return _spark
+        if is_remote(wanted):
+            _spark, _master = _connect(wanted), wanted
+            atexit.register(stop_spark)
             return _spark
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -166,6 +172,46 @@ def get_spark(master: str | None = None, log_path: str | None = None,
         _spark, _master = spark, wanted
         atexit.register(stop_spark)
         return spark
+
+
+def is_remote(master: str) -> bool:
+    """True for a Spark Connect URL (sc://host:port), which a session reaches over gRPC."""
+    return master.startswith("sc://")
+
+
+def _connect(url: str):
+    """A Spark Connect session to `url` (a server of `hdfs-chaos spark up`, or a shared
+    one): no JVM in this process; the checks use only the DataFrame and SQL APIs there."""
+    try:
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.remote(url).getOrCreate()
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        return spark
+    except ImportError as exc:
+        raise SparkStartError(f"cannot use Spark Connect at {url}: {exc}. Install the "
+                              f"client: pip install 'pyspark[connect]'") from exc
+    except Exception as exc:
+        raise SparkStartError(f"cannot reach the Spark Connect server at {url}: "
+                              f"{_one_line(exc)} (hdfs-chaos spark status; hdfs-chaos spark up "
+                              f"starts one)") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def master_of(spark) -> str:
+    """The master URL `spark` runs on: its context's, or the server's for Spark Connect."""
+    if getattr(spark, "_sc", None) is not None:
+        return spark.sparkContext.master
+    return str(spark.conf.get("spark.master", ""))
+
+
+def default_parallelism(spark) -> int:
+    """The number of partitions Spark gives a distributed collection by default."""
+    if getattr(spark, "_sc", None) is not None:
+        return spark.sparkContext.defaultParallelism
+    return int(spark.conf.get("spark.default.parallelism", "2"))
 
 
 @contextlib.contextmanager
@@ -202,7 +248,7 @@ SMALL_QUERIES = {
 
 def is_local(spark) -> bool:
     """True when `spark` runs in this process (local mode), on this machine's cores."""
-    return spark.sparkContext.master.startswith("local")
+    return master_of(spark).startswith("local")
 
 
 def small_queries(spark) -> dict[str, str]:
