@@ -79,9 +79,9 @@ def _steal_seconds() -> float:
 
 
 def _reference_loop() -> float:
-    """Seconds for a fixed pure-Python loop: how fast this machine is right now. On the
-    shared 2-core VM of issue 5 it took 0.38 to 0.64 s within one minute, with no steal
-    time showing, and the verifier's wall time moves with it."""
+    """Seconds for a fixed pure-Python loop: how fast this machine is right now. On a
+    shared VM it varies without any steal time showing, and the verifier's wall time
+    moves with it (benchmarks/RESULTS.md)."""
     t = time.perf_counter()
     s = 0
     for i in range(10_000_000):

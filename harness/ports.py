@@ -60,7 +60,8 @@ def use_slice(slot: int, parts: int) -> tuple[int, int]:
 
 def claim_run_ports() -> tuple[int, int] | None:
     """Before a run picks ports: a slot's slice for this process, once (an explorer
-    worker has one already). None when every slot is taken: the whole range, as before."""
+    worker has one already). None when every slot is taken: the run then keeps the
+    whole range."""
     if _SLOT_FD is not None:
         return None
     slot = claim_port_slot()

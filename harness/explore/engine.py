@@ -71,7 +71,7 @@ def _init_worker(counter, workers: int, package_root: str | None = None) -> None
     slot = ports.claim_port_slot()
     if slot is not None:
         ports.use_slice(slot, ports.PORT_SLOTS)
-    else:   # every slot taken: a slice of this explorer's own, as before slots
+    else:   # every slot taken: a slice of the whole range by worker index
         ports.use_slice(index, workers)
 
 

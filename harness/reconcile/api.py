@@ -90,8 +90,7 @@ def verify_runs(run_dirs: list[str], master: str | None = None) -> list[dict]:
     # interpreted, in one shuffle partition. The load's generated code (a Janino compile
     # per stage) and its exchanges then cost more than they save. Adaptive execution
     # re-plans every query stage once it ran: with tables of a few thousand rows there
-    # is nothing to adapt, and the re-planning cost a seventh of the CPU (one run 21.5-22.6
-    # s instead of 25.5-26.9 s, the 31-run library 29.6 s instead of 34.5 s; benchmarks/RESULTS.md).
+    # is nothing to adapt, and the re-planning costs more than it saves.
     small = size <= SMALL_INPUT_BYTES and is_local(spark)
     with session_conf(spark, {**small_queries(spark), "spark.sql.adaptive.enabled": "false"}
                       if small else {}):

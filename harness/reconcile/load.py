@@ -217,16 +217,14 @@ class RunSet:
     def _cache(self, df: DataFrame) -> DataFrame:
         """`df` cached in columns (memory, spilling to disk) on first use. The column
         batches stay Java objects: PySpark's MEMORY_AND_DISK is the *serialized* level,
-        with which every scan deserialized all the batches again (at 10 million events
-        66.5 s instead of 80-91 s for the whole verification).
+        with which every scan deserializes all the batches again.
 
         Unless `columnar` is off (small inputs, ROW_CACHE_BYTES): then kept as rows,
         like the memo tables. Every scan of a column cache runs a column accessor that
         Spark generates and compiles for the columns it reads, whatever the codegen
         settings, and the checks read some hundred different column sets; the batches'
         statistics that let a scan skip most of a large table are no gain on a few
-        thousand rows. One recorded run: 1.5 s less of a 15 s verification
-        (client-crash-after-hflush, benchmarks/RESULTS.md)."""
+        thousand rows."""
         if not self.columnar:
             return self._keep(df)
         df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)

@@ -15,8 +15,9 @@ import os
 
 from pyspark.sql import DataFrame
 
-# The PySpark releases these were checked on (pyproject.toml's range says the same).
-SUPPORTED_PYSPARK = ((4, 0), (5, 0))
+# The PySpark releases these were checked on, [low, high) by (major, minor); pyproject.toml
+# states the same range (tests/unit/test_sparkjvm.py holds the two together).
+SUPPORTED_PYSPARK = ((4, 0), (4, 4))
 PRIVATE_JVM_CLASSES = ("org.apache.spark.sql.classic.Dataset",)
 PRIVATE_PYTHON_ATTRIBUTES = (
     ("pyspark.sql.DataFrame", "_jdf"),

@@ -21,8 +21,8 @@ from minihdfs import lifeline
 from tests.census import CENSUS_SCENARIO, PHASES, Harness, alive, wait_clean
 
 # Seconds for everything of a killed run to go. Nodes and Toxiproxy die with the harness
-# (measured: under 0.1 s); the verifier's JVM exits when PySpark's pipe to its stdin
-# closes and runs Spark's shutdown hooks first (measured ~7 s on a loaded 2-core VM).
+# (PR_SET_PDEATHSIG); the verifier's JVM exits when PySpark's pipe to its stdin closes,
+# after Spark's shutdown hooks, which take seconds (docs/reliability.md).
 WITHIN = {"verify": 20.0}
 WITHIN_DEFAULT = 5.0
 

@@ -1,7 +1,7 @@
 """The runner's order at the start of a run: a fault due at 0s is in place before any
 client starts, however long Toxiproxy takes to add it. Without that order a quick
-write can finish before its bandwidth cap applies (CI saw a 1 MiB write done in 40 ms,
-before the last toxic of a 1 MiB/s cap was added)."""
+write can finish before its bandwidth cap applies: a 1 MiB write takes tens of
+milliseconds, less than adding the toxics of a cap."""
 
 from __future__ import annotations
 

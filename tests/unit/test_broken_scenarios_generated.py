@@ -95,7 +95,7 @@ def mutations() -> list[tuple[str, dict]]:
 
 
 ALL_MUTATIONS = mutations()
-# ~2900 files take 1.5-4 min on the 2-core VM (by load); the unit suite tries every 4th (each place and kind is
+# all ~2900 files take minutes; the unit suite tries every 4th (each place and kind is
 # still reached through its neighbours), HDFS_CHAOS_FULL_CORPUS=1 tries them all
 MUTATIONS = ALL_MUTATIONS if os.environ.get("HDFS_CHAOS_FULL_CORPUS") else ALL_MUTATIONS[::4]
 

@@ -1,6 +1,8 @@
 """The private Spark APIs the verifier uses exist in the installed PySpark release."""
 
 import importlib
+import re
+from pathlib import Path
 
 import pyspark
 import pytest
@@ -18,6 +20,14 @@ def test_installed_pyspark_is_in_the_supported_range():
     low, high = sparkjvm.SUPPORTED_PYSPARK
     assert low <= _version(pyspark.__version__) < high, (
         f"pyspark {pyspark.__version__} is outside {low}..{high} (pyproject.toml)")
+
+
+def test_pyproject_states_the_supported_range():
+    text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    low, high = sparkjvm.SUPPORTED_PYSPARK
+    found = re.findall(r'"pyspark>=([\d.]+),<([\d.]+)"', text)
+    assert [(_version(a + ".0"), _version(b + ".0")) for a, b in found] == [(low, high)], (
+        f"pyproject.toml's pyspark requirement {found} is not sparkjvm's {low}..{high}")
 
 
 @pytest.mark.parametrize("owner,attribute", sparkjvm.PRIVATE_PYTHON_ATTRIBUTES)
