@@ -25,7 +25,7 @@ def test_installed_pyspark_is_in_the_supported_range():
 def test_pyproject_states_the_supported_range():
     text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     low, high = sparkjvm.SUPPORTED_PYSPARK
-    found = re.findall(r'"pyspark>=([\d.]+),<([\d.]+)"', text)
+    found = re.findall(r'"pyspark(?:\[[\w,]+\])?>=([\d.]+),<([\d.]+)"', text)
     assert [(_version(a + ".0"), _version(b + ".0")) for a, b in found] == [(low, high)], (
         f"pyproject.toml's pyspark requirement {found} is not sparkjvm's {low}..{high}")
 
