@@ -28,7 +28,7 @@ from faults.base import FaultError
 from faults.grudge import complete_grudge, directed
 from harness import ports
 from harness.backends import BackendError, cleanup_all, get_backend
-from harness.scenario import AtTime, Scenario, ScenarioError, load_scenario
+from harness.scenario import AtTime, OnEvent, Scenario, ScenarioError, load_scenario
 from harness.triggers import LogTailer, TriggerEngine
 from harness.systems import SystemUnderTest, system_of
 from minihdfs.events import EventLog
@@ -60,6 +60,21 @@ def _workload_ops(scenario: Scenario) -> dict[str, list[dict]]:
             item["timeout"] = max(10.0, scenario.timeout)
         per_client.setdefault(op.client, []).append(item)
     return per_client
+
+
+# Events a cluster logs on its own timers, with no workload: a fault waiting for one of
+# them may still fire after the workload ended and the cluster settled.
+TIMER_EVENTS = frozenset({
+    "dn.block_report", "nn.replica.reported", "dn.register", "nn.dn.register",
+    "nn.dn.stale", "nn.dn.dead", "nn.dn.alive", "nn.safemode.enter",
+    "nn.safemode.extension", "nn.safemode.leave", "nn.lease.renew", "client.lease.renew",
+    "nn.lease.expired",
+})
+# Fault kinds done once injected. Any other fault in effect (a partition, a stopped or
+# paused node) may change the cluster again on a timer (a node declared stale or dead),
+# so a cluster under one has not settled.
+ONE_SHOT_KINDS = frozenset({"crash_client", "corrupt_replica", "delete_replica", "heal",
+                            "resume"})
 
 
 class Run:
@@ -98,6 +113,7 @@ class Run:
         self.bytes_written = 0
         self.start_ts = 0.0
         self.phase = "start"
+        self._settle_polls, self._settle_next_poll = 0, 0.0   # _settled_out_of_reach
         self.holds = None                         # harness.exact.HoldServer, if exact triggers
         self.pipelines = None                     # harness.pipelines.LivePipelines, if positions
 
@@ -196,15 +212,22 @@ class Run:
                 if time.time() - last_report > 1.0:
                     last_report = time.time()
                     self._progress(self._status_line(), transient=True)
-                if self._workload_done() and not self._inject_pending():
-                    status = "completed"
-                    break
+                if self._workload_done():
+                    if not self._inject_pending():
+                        status = "completed"
+                        break
+                    if self._settled_out_of_reach():
+                        status = "unreached"
+                        break
         finally:
             self._account(tailer.read_new())
             tailer.close()
         if status == "timeout":
             self.errors.append(f"the workload did not finish within the scenario timeout "
                                f"({sc.timeout:.0f}s); pending: {self._pending_text()}")
+        elif status == "unreached":
+            self.errors.append(f"the workload ended and the cluster settled before the events "
+                               f"the faults wait for came; pending: {self._pending_text()}")
         self._heal_everything()
         self._wait_quiescent(deadline)
         self._write_final_state()
@@ -230,6 +253,47 @@ class Run:
         held = self.holds.pending() if self.holds is not None else []
         return any(k[0] in ("inject", "op") for k in self.engine.pending() + held) \
             or not self.firings.empty()
+
+    def _settled_out_of_reach(self) -> bool:
+        """True when no pending fault or operation can fire any more: the workload is over,
+        each waits for a protocol event that only a workload brings about (not a timer's:
+        TIMER_EVENTS), no lasting fault is in effect and none is due to heal, and the
+        cluster is quiescent on two polls in a row. A run then ends at once as `unreached` instead
+        of waiting out the scenario's timeout."""
+        now = time.time()
+        if now < self._settle_next_poll:
+            return False
+        self._settle_next_poll = now + 0.5
+        pending = self.engine.pending() + (self.holds.pending() if self.holds else [])
+        triggers = self._pending_triggers(pending)
+        lasting = [fid for fid, f in self.active.items() if getattr(f, "active", True)
+                   and self.scenario.fault(fid).kind not in ONE_SHOT_KINDS]
+        if (triggers is None or lasting or any(k[0] == "heal" for k in pending)
+                or not self.firings.empty()):
+            self._settle_polls = 0
+            return False
+        try:
+            quiet = self.system.not_quiet(self.backend) is None
+        except (OSError, EOFError, HdfsError, RuntimeError):
+            quiet = False
+        self._settle_polls = self._settle_polls + 1 if quiet else 0
+        return self._settle_polls >= 2
+
+    def _pending_triggers(self, pending: list) -> list | None:
+        """The triggers of the pending faults and operations, or None when one of them may
+        still fire by itself (a time, a delay after a fault, a timer's event)."""
+        triggers = []
+        for key in pending:
+            if key[0] == "inject":
+                trigger = self.scenario.fault(key[1]).at
+            elif key[0] == "op":
+                trigger = next(op.at for op in self.scenario.workload if op.id == key[1])
+            else:
+                continue
+            if not isinstance(trigger, OnEvent) or trigger.event in TIMER_EVENTS:
+                return None
+            triggers.append(trigger)
+        return triggers
 
     def _pending_text(self) -> str:
         held = self.holds.pending() if self.holds is not None else []

@@ -122,6 +122,8 @@ def classify(result: dict, verdict: dict | None) -> tuple[str, list[str]]:
     errors = result.get("errors") or []
     failed = sorted(c["id"] for c in (verdict or {}).get("checks", []) if c.get("status") == "fail")
     text = " ".join(errors)
+    if result.get("status") == "unreached":     # the runner saw the point could not come
+        return "unreached", failed
     if result.get("status") == "timeout":
         stuck = stuck_operations(result.get("run_dir"))
         if stuck is None:                       # no events to tell: trust the runner's words

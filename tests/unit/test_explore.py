@@ -234,6 +234,10 @@ def test_shrinking_keeps_the_schedule_when_nothing_smaller_fails_and_respects_it
     ({"status": "timeout", "errors": ["the workload did not finish within the scenario timeout "
                                       "(30s); pending: inject x2"]}, {"checks": []},
      ("unreached", [])),
+    ({"status": "unreached", "errors": ["the workload ended and the cluster settled before "
+                                        "the events the faults wait for came; pending: "
+                                        "inject x2"]}, {"checks": [{"id": "I1", "status": "fail"}]},
+     ("unreached", ["I1"])),
     ({"status": "completed", "errors": ["no quiescence: /f is still open (lease h)"]},
      {"checks": []}, ("hung", [])),
     ({"status": "error", "errors": ["OSError: x"]}, None, ("error", [])),

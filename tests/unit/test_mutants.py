@@ -101,6 +101,8 @@ def _verdict(passed=True, failed=(), unmet=(), run_status=None, error=None, chec
     (_verdict(False, unmet=["w1: ok"]), "failed", []),
     (_verdict(True, run_status="timeout"), "hang", []),      # a verdict may pass a hung run
     (_verdict(False, ["L2"], run_status="timeout"), "hang", ["L2"]),
+    # a fault's event never came although the workload ended: as much a kill as a hang
+    (_verdict(False, ["I1"], run_status="unreached"), "hang", ["I1"]),
     (_verdict(False, run_status="error", checks=False), "error", []),
     # the verdict passed, but the harness saw the cluster never settle (stale replicas)
     (_verdict(True, run_status="completed"), "error", []),

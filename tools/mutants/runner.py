@@ -50,7 +50,7 @@ def classify_run(verdict: dict) -> dict:
     run_status = verdict.get("run_status", "completed")
     if run_status == "interrupted":
         outcome = "interrupted"
-    elif run_status == "timeout":
+    elif run_status in ("timeout", "unreached"):   # unreached: a fault's event never came
         outcome = "hang"
     elif run_status == "error" or verdict.get("run_errors"):
         outcome = "error"
