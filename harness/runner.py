@@ -263,7 +263,7 @@ class Run:
         now = time.time()
         if now < self._settle_next_poll:
             return False
-        self._settle_next_poll = now + 0.5
+        self._settle_next_poll = now + self.system.settle_poll_seconds
         pending = self.engine.pending() + (self.holds.pending() if self.holds else [])
         triggers = self._pending_triggers(pending)
         lasting = [fid for fid, f in self.active.items() if getattr(f, "active", True)

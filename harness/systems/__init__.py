@@ -36,6 +36,9 @@ class SystemUnderTest:
 
     name = ""
     version: str | None = None
+    # seconds between two not_quiet() polls while the runner waits for a pending fault
+    # after the workload (Run._settled_out_of_reach): a poll should cost little CPU
+    settle_poll_seconds = 0.5
 
     def issues(self, scenario) -> list[str]:
         return []

@@ -34,6 +34,8 @@ class _Engine:
 
 
 class _System:
+    settle_poll_seconds = 0.5
+
     def __init__(self, quiet=True):
         self.quiet = quiet
 

@@ -33,6 +33,9 @@ def _debug_loggers() -> list[str]:
 
 class Hadoop(SystemUnderTest):
     name = "hadoop"
+    # a quiet NameNode is confirmed by a JVM of the state tool (namenode_view): a second
+    # of CPU that a run waiting for a late fault should not pay twice a second
+    settle_poll_seconds = 5.0
 
     def __init__(self, version: str | None = None):
         self.version = version or fetch.DEFAULT_VERSION
