@@ -1098,36 +1098,64 @@ class NameNode:
             return True
 
     def _process_replica(self, dn: str, r: dict) -> None:
-        """A replica reported by a DataNode: record it, complete blocks, invalidate the
-        stale (old GS), corrupt (wrong length) and orphaned ones."""
+        """A replica reported by a DataNode: record it, complete blocks, mark the corrupt
+        ones (old GS, wrong length, wrong state) and invalidate the orphaned ones."""
         block, gs, length, state = int(r["block"]), int(r["gs"]), int(r["len"]), r["state"]
         self.emit("nn.replica.reported", dn=dn, block=block, gs=gs, len=length, state=state)
         info = self.blocks.get(block)
         if info is None:
             self._queue_invalidate(dn, block, gs)
             return
-        info.replicas[dn] = {"state": state, "gs": gs, "len": length}
+        record = {"state": state, "gs": gs, "len": length}
         if state == "FINALIZED" and gs >= info.gs:
             # the transfer arrived: no longer pending (BlockManager.addStoredBlock ->
             # pendingReconstruction.decrement), not only after the pending timeout (10 s)
             self.pending_replication.pop((block, dn), None)
-        if state in ("RBW", "RWR") and info.state in (UNDER_CONSTRUCTION, UNDER_RECOVERY) \
-                and gs >= info.gs and dn not in info.expected:
-            info.expected.append(dn)
-        if info.state in (COMMITTED, COMPLETE):
-            if gs < info.gs or (state == "FINALIZED" and gs == info.gs and length != info.num_bytes):
+        if info.state in (COMMITTED, COMPLETE) and state not in ("FINALIZED", "RBW", "RWR"):
+            # a TEMPORARY or RUR replica (a Hadoop DataNode reports neither): an old GS goes
+            info.replicas[dn] = record
+            if gs < info.gs:
                 self._queue_invalidate(dn, block, gs)
+            return
+        if info.state in (COMMITTED, COMPLETE):
+            reason = self._replica_corrupt_reason(info, state, gs, length)
+            if reason is not None:
+                # 3.x BlockManager.processReportedBlock: toCorrupt -> markBlockAsCorrupt
+                info.replicas[dn] = record
+                self._mark_corrupt(info, dn, gs, reason)
                 return
-            if info.state == COMPLETE and state == "RWR" and gs == info.gs:
-                # 3.x BlockManager.checkReplicaCorrupt: an RWR replica of a COMPLETE block
-                # with its GS is corrupt (INVALID_STATE), kept or deleted by markBlockAsCorrupt
-                self._mark_corrupt(info, dn, gs, "invalid_state")
+            if state != "FINALIZED":
+                # 3.x BlockManager.processReportedBlock: a late RBW never downgrades a FINALIZED
+                # replica; it joins a COMMITTED block's list, a COMPLETE one ignores it (HDFS-2791)
+                if info.state == COMMITTED and info.replicas.get(dn, {}).get("state") != "FINALIZED":
+                    info.replicas[dn] = record
                 return
+            info.replicas[dn] = record
             if info.state == COMMITTED:
                 # files close in complete() or commitBlockSynchronization, not here
                 self._try_complete(info)
-            if state == "FINALIZED":
-                self._invalidate_corrupt_replicas(info)
+            self._invalidate_corrupt_replicas(info)
+            return
+        info.replicas[dn] = record
+        if state in ("RBW", "RWR") and info.state in (UNDER_CONSTRUCTION, UNDER_RECOVERY) \
+                and gs >= info.gs and dn not in info.expected:
+            info.expected.append(dn)
+
+    @staticmethod
+    def _replica_corrupt_reason(info: BlockInfo, state: str, gs: int, length: int) -> str | None:
+        """BlockManager.checkReplicaCorrupt for a FINALIZED, RBW or RWR replica of a
+        COMMITTED or COMPLETE block: why it is corrupt (Reason), or None."""
+        if state == "FINALIZED":
+            # 3.x BlockManager.checkReplicaCorrupt: another GS or length is marked corrupt
+            if gs != info.gs:
+                return "genstamp_mismatch"
+            return "size_mismatch" if length != info.num_bytes else None
+        if info.state == COMMITTED:
+            return "genstamp_mismatch" if gs < info.gs else None
+        if gs != info.gs:
+            return "genstamp_mismatch"
+        # an RWR replica of a COMPLETE block with its GS is corrupt (INVALID_STATE)
+        return "invalid_state" if state == "RWR" else None
 
     def rpc_commitBlockSynchronization(self, block: int, recovery_id: int, new_gs: int,
                                        new_len: int, close: bool, delete: bool,

@@ -128,19 +128,102 @@ def test_complete_commits_then_waits_for_a_finalized_replica(nn):
 
 
 def test_finalized_replica_with_other_gs_or_length_does_not_complete(nn):
+    """3.x BlockManager.checkReplicaCorrupt: for a COMMITTED block a FINALIZED replica of
+    another length (SIZE_MISMATCH) or GS (GENSTAMP_MISMATCH) is corrupt; with no live
+    replica (min replication not met) markBlockAsCorrupt keeps both."""
     nn.rpc_create("/f", "c1", replication=2)
     lb = nn.rpc_addBlock("/f", "c1")
     last = {"block": lb["block"], "gs": lb["gs"], "len": 4096}
     assert nn.rpc_complete("/f", "c1", last=last) is False
-    dn = lb["locations"][0]
-    received(nn, dn, lb["block"], lb["gs"], 4000)            # wrong length
-    received(nn, lb["locations"][1], lb["block"], lb["gs"] - 1, 4096)   # old GS
+    short, old = lb["locations"]
+    received(nn, short, lb["block"], lb["gs"], 4000)            # wrong length
+    received(nn, old, lb["block"], lb["gs"] - 1, 4096)          # old GS
     assert state_of(nn, lb["block"]) == COMMITTED
     assert nn.rpc_complete("/f", "c1", last=last) is False
-    # the wrong ones are invalidated
-    invalidated = {(e["dn"], e["gs"]) for e in nn.events.named("nn.replica.invalidate",
-                                                               block=lb["block"])}
-    assert (dn, lb["gs"]) in invalidated and (lb["locations"][1], lb["gs"] - 1) in invalidated
+    corrupt = {(e["dn"], e["gs"], e["reason"])
+               for e in nn.events.named("nn.replica.corrupt", block=lb["block"])}
+    assert corrupt == {(short, lb["gs"], "size_mismatch"),
+                       (old, lb["gs"] - 1, "genstamp_mismatch")}
+    assert nn.blocks[lb["block"]].corrupt == {short, old}
+    assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
+
+
+def test_finalized_replica_of_a_wrong_length_is_kept_corrupt_until_replaced(nn):
+    """3.x BlockManager.checkReplicaCorrupt (SIZE_MISMATCH) -> markBlockAsCorrupt: a wrong
+    length on a COMPLETE block of 2 live replicas of 3 is kept (not deleted at once, as
+    live + corrupt do not exceed the replication and the GS is the block's) until a copy
+    on the spare node is in; an older GS (GENSTAMP_MISMATCH) is deleted at once."""
+    nn.rpc_create("/f", "c1", replication=3)
+    lb = nn.rpc_addBlock("/f", "c1")
+    first, second, third = lb["locations"]
+    for dn in (first, second):
+        received(nn, dn, lb["block"], lb["gs"], 1000)
+    assert nn.rpc_complete("/f", "c1", last={"block": lb["block"], "gs": lb["gs"], "len": 1000})
+    received(nn, third, lb["block"], lb["gs"], 900)
+    [corrupt] = nn.events.named("nn.replica.corrupt", block=lb["block"])
+    assert (corrupt["dn"], corrupt["reason"]) == (third, "size_mismatch")
+    assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
+    assert third not in nn.rpc_getBlockLocations("/f")["blocks"][0]["locations"]
+    nn.compute_redundancy_work()
+    [spare] = set(DNS) - {first, second, third}
+    [copy] = nn.events.named("nn.replication.schedule", block=lb["block"])
+    assert copy["target"] == spare
+    received(nn, spare, lb["block"], lb["gs"], 1000)
+    [gone] = nn.events.named("nn.replica.invalidate", block=lb["block"])
+    assert (gone["dn"], gone["gs"]) == (third, lb["gs"])
+    # a FINALIZED replica of an older GS, min replication met: corrupt, deleted at once
+    assert [b["block"] for c in _invalidations(nn, third) for b in c["blocks"]] == [lb["block"]]
+    nn.rpc_blockReceivedAndDeleted(third, [{"kind": "deleted", "block": lb["block"]}])
+    received(nn, third, lb["block"], lb["gs"] - 1, 1000)
+    stale = nn.events.named("nn.replica.corrupt", block=lb["block"], gs=lb["gs"] - 1)
+    assert [e["reason"] for e in stale] == ["genstamp_mismatch"]
+    assert nn.events.named("nn.replica.invalidate", block=lb["block"], gs=lb["gs"] - 1)
+
+
+def test_late_rbw_report_never_downgrades_a_finalized_replica(tmp_path, namenodes):
+    """3.x BlockManager.processReportedBlock: an RBW report that arrives after the
+    FINALIZED one (an incremental "receiving" or a full report built before the
+    finalize) neither replaces the FINALIZED replica nor is corrupt: a COMMITTED block
+    only adds it to its replica list, a COMPLETE one ignores it (HDFS-2791)."""
+    nn = new_namenode(tmp_path / "nn", {"dfs.namenode.replication.min": 2})
+    namenodes.append(nn)
+    nn.rpc_create("/f", "c1", replication=3)
+    lb = nn.rpc_addBlock("/f", "c1")
+    first, second, third = lb["locations"]
+    last = {"block": lb["block"], "gs": lb["gs"], "len": 10}
+    assert nn.rpc_complete("/f", "c1", last=last) is False
+    received(nn, first, lb["block"], lb["gs"], 10)
+    received(nn, first, lb["block"], lb["gs"], 5, state="RBW")          # COMMITTED: late
+    assert nn.blocks[lb["block"]].replicas[first]["state"] == "FINALIZED"
+    received(nn, second, lb["block"], lb["gs"], 10)
+    assert state_of(nn, lb["block"]) == COMPLETE
+    received(nn, third, lb["block"], lb["gs"], 10)
+    assert nn.rpc_complete("/f", "c1", last=last) is True
+    nn.rpc_blockReceivedAndDeleted(second, [{"block": lb["block"], "gs": lb["gs"], "len": 7,
+                                             "state": "RBW", "kind": "receiving"}])
+    nn.rpc_blockReport(third, [{"block": lb["block"], "gs": lb["gs"], "len": 8, "state": "RBW"}])
+    info = nn.blocks[lb["block"]]
+    assert {dn: r["state"] for dn, r in info.replicas.items()} == dict.fromkeys(
+        (first, second, third), "FINALIZED")
+    assert sorted(nn.rpc_getBlockLocations("/f")["blocks"][0]["locations"]) == sorted(
+        (first, second, third))
+    assert not nn.events.named("nn.replica.corrupt", block=lb["block"])
+    nn.compute_redundancy_work()
+    assert not nn.events.named("nn.replication.schedule", block=lb["block"])
+    assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
+
+
+def test_rbw_replica_of_an_older_gs_than_a_complete_block_is_corrupt(nn):
+    """3.x BlockManager.checkReplicaCorrupt: an RBW replica whose GS is not the COMPLETE
+    block's is corrupt (GENSTAMP_MISMATCH), deleted at once with min replication met."""
+    lb = _closed_block(nn, "/f")
+    [spare] = set(DNS) - set(lb["locations"])
+    received(nn, spare, lb["block"], lb["gs"] - 1, 500, state="RBW")
+    [corrupt] = nn.events.named("nn.replica.corrupt", block=lb["block"])
+    assert (corrupt["dn"], corrupt["gs"], corrupt["reason"]) == (
+        spare, lb["gs"] - 1, "genstamp_mismatch")
+    [gone] = nn.events.named("nn.replica.invalidate", block=lb["block"])
+    assert (gone["dn"], gone["gs"]) == (spare, lb["gs"] - 1)
 
 
 def test_rwr_replica_with_the_gs_of_a_complete_block_is_corrupt_and_kept_until_replaced(nn):

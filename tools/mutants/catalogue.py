@@ -151,11 +151,14 @@ MUTANTS: tuple[Mutant, ...] = (
         scenarios=("hard-limit-two-writers",), checks=("L3",)),
     Mutant(
         name="stale-replica-kept",
-        rule="a replica with an older GS than a COMMITTED/COMPLETE block is invalidated",
-        seed="seed 004 2.4; MINIHDFS.md 4",
+        rule="a replica with an older GS than a COMMITTED/COMPLETE block is invalidated "
+             "(marked corrupt, deleted at once with min replication met)",
+        seed="seed 004 2.4; MINIHDFS.md 4; 3.x BlockManager.markBlockAsCorrupt",
         file="minihdfs/namenode.py",
-        original="if gs < info.gs or (state ==",
-        replacement="if False and (state ==",
+        # markBlockAsCorrupt's case 3 (corruptedDuringWrite) forgotten: the old-GS replica
+        # is kept as corrupt instead of deleted at report time
+        original="or (min_ok and info.gs > gs)",
+        replacement="or False",
         scenarios=("dn-crash-first-in-pipeline", "dn-restart-during-write")),
     Mutant(
         name="dn-ignores-invalidate",

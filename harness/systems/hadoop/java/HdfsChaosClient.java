@@ -255,6 +255,15 @@ public class HdfsChaosClient {
         return e.getClass().getSimpleName();
     }
 
+    /** True if `e` was thrown in the DataStreamer's thread: ipc.Client fills a
+     *  RemoteException's stack trace in the thread that made the call. */
+    static boolean fromDataStreamer(Throwable e) {
+        for (StackTraceElement f : e.getStackTrace()) {
+            if (f.getClassName().startsWith("org.apache.hadoop.hdfs.DataStreamer")) return true;
+        }
+        return false;
+    }
+
     static String reason(Throwable e) {
         String m = e.getMessage();
         return m == null ? e.toString() : m;
@@ -320,10 +329,12 @@ public class HdfsChaosClient {
             try {
                 out.close();
             } catch (IOException e) {
-                // a failure of the DataStreamer (not an answer of the NameNode, which is a
-                // RemoteException) surfaces only here when no write or hflush came after
-                // it: the stream failed, as the mini-HDFS client says before its close
-                if (!(e instanceof org.apache.hadoop.ipc.RemoteException)) {
+                // a failure of the DataStreamer surfaces only here when no write or hflush
+                // came after it: the stream failed, as the mini-HDFS client says before its
+                // close. A RemoteException is the NameNode's answer to close's own complete()
+                // unless the DataStreamer got it (addBlock, getAdditionalDatanode,
+                // updatePipeline): DFSOutputStream rethrows the streamer's stored exception
+                if (!(e instanceof RemoteException) || fromDataStreamer(e)) {
                     fail(e);
                 }
                 // the bytes known acked by every pipeline node: the last hflush
