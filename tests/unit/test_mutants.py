@@ -201,7 +201,7 @@ class _FakeLibrary:
     verdict per tree from `fails` ({job: {scenario: [failed checks]}}); `calls` records
     what ran and what was verified, in order."""
 
-    def __init__(self, monkeypatch, fails: dict, interrupt_at: str | None = None):
+    def __init__(self, monkeypatch, fails: dict, statuses: dict | None = None):
         import contextlib
         import harness.reconcile.api
         import harness.runner
@@ -220,7 +220,7 @@ class _FakeLibrary:
             run_dir = os.path.join(results_dir, scenario.name)
             os.makedirs(run_dir)
             self.calls.append(("run", job, scenario.name))
-            status = "interrupted" if scenario.name == interrupt_at else "completed"
+            status = (statuses or {}).get(scenario.name, "completed")
             return RunOutcome(scenario.name, scenario.name, run_dir, status, [])
 
         def verify_runs(run_dirs):
@@ -249,7 +249,8 @@ def test_first_kill_verifies_each_run_at_once_and_stops_at_the_first_kill(monkey
     from tools.mutants.runner import run_job
     lib = _FakeLibrary(monkeypatch, {"sync-length-max": {"b": ["B2"], "c": ["L2"]}})
     rec = run_job(Job("sync-length-max", ["a.yaml", "b.yaml", "c.yaml", "d.yaml"]),
-                  str(tmp_path), first_kill=True, baseline={s: "passed" for s in "abcd"})
+                  str(tmp_path), first_kill=True, baseline={s: "passed" for s in "abcd"},
+                  max_batch=1)
     assert lib.calls == [("run", "sync-length-max", "a"), ("verify", ["a"]),
                          ("run", "sync-length-max", "b"), ("verify", ["b"])]
     assert [r["scenario"] for r in rec["runs"]] == ["a", "b"]
@@ -257,6 +258,43 @@ def test_first_kill_verifies_each_run_at_once_and_stops_at_the_first_kill(monkey
     assert _job_record(str(tmp_path), "sync-length-max") == rec
     got = classify_mutant(rec["runs"], {s: "passed" for s in "abcd"}, rec["complete"])
     assert got["status"] == "killed" and got["killed_by"][0]["checks"] == ["B2"]
+
+
+def test_first_kill_batches_double_and_stop_at_the_batch_holding_the_first_kill(
+        monkeypatch, tmp_path):
+    from tools.mutants.runner import run_job
+    lib = _FakeLibrary(monkeypatch, {"sync-length-max": {"f": ["B2"]}})
+    files = [f"{c}.yaml" for c in "abcdefghijklmnopq"]
+    rec = run_job(Job("sync-length-max", files), str(tmp_path), first_kill=True,
+                  baseline=None, max_batch=4)
+    assert [c[1] for c in lib.calls if c[0] == "verify"] \
+        == [["a"], ["b", "c"], ["d", "e", "f", "g"]]
+    assert len(rec["runs"]) == 7 and rec["killed_at"] == 6 and rec["complete"]
+    lib = _FakeLibrary(monkeypatch, {})   # a survivor: 1, 2, then batches of max_batch
+    rec = run_job(Job("soft-limit-ignored", files), str(tmp_path), first_kill=True,
+                  baseline=None, max_batch=4)
+    assert [len(c[1]) for c in lib.calls if c[0] == "verify"] == [1, 2, 4, 4, 4, 2]
+    assert len(rec["runs"]) == 17 and rec["killed_at"] is None
+
+
+def test_a_hung_run_stops_the_job_unverified_and_the_worker_verifies_it_at_the_end(
+        monkeypatch, tmp_path):
+    from tools.mutants.runner import run_job, verify_deferred
+    lib = _FakeLibrary(monkeypatch, {"sync-length-max": {"c": ["P1"]}},
+                       statuses={"c": "timeout"})
+    out, deferred = str(tmp_path), []
+    rec = run_job(Job("sync-length-max", ["a.yaml", "b.yaml", "c.yaml", "d.yaml"]), out,
+                  first_kill=True, baseline={s: "passed" for s in "abcd"}, deferred=deferred)
+    # b (pending in its batch) is verified before c, which kills without Spark
+    assert lib.calls == [("run", "sync-length-max", "a"), ("verify", ["a"]),
+                         ("run", "sync-length-max", "b"), ("run", "sync-length-max", "c"),
+                         ("verify", ["b"])]
+    assert rec["killed_at"] == 3 and rec["runs"][2]["outcome"] == "hang"
+    assert rec["runs"][2]["checks"] == [] and [o.scenario for o in deferred] == ["c"]
+    verify_deferred(out, deferred)
+    assert lib.calls[-1] == ("verify", ["c"])
+    run = _job_record(out, "sync-length-max")["runs"][2]
+    assert run["outcome"] == "hang" and run["checks"] == ["P1"]
 
 
 def test_every_scenario_mode_runs_them_all_and_verifies_once(monkeypatch, tmp_path):
@@ -325,7 +363,7 @@ def test_a_mutant_waits_for_the_baseline_another_worker_runs(tmp_path):
 def test_an_interrupted_first_kill_job_keeps_its_runs_and_is_incomplete(monkeypatch,
                                                                         tmp_path):
     from tools.mutants.runner import rebuild_report, run_job
-    _FakeLibrary(monkeypatch, {}, interrupt_at="c")
+    _FakeLibrary(monkeypatch, {}, statuses={"c": "interrupted"})
     out = str(tmp_path)
     files = ["a.yaml", "b.yaml", "c.yaml"]
     with open(os.path.join(out, "plan.json"), "w") as f:
@@ -333,12 +371,12 @@ def test_an_interrupted_first_kill_job_keeps_its_runs_and_is_incomplete(monkeypa
                    "jobs": [{"name": "sync-length-max", "scenarios": files}]}, f)
     with pytest.raises(KeyboardInterrupt):
         run_job(Job("sync-length-max", files), out, first_kill=True, baseline=None)
-    rec = _job_record(out, "sync-length-max")
-    assert [r["scenario"] for r in rec["runs"]] == ["a", "b"] and not rec["complete"]
+    rec = _job_record(out, "sync-length-max")   # a verified; b was waiting for its batch
+    assert [r["scenario"] for r in rec["runs"]] == ["a"] and not rec["complete"]
     report = rebuild_report(out)   # `report --out DIR` of an interrupted run
     assert report["mutants"][0]["status"] == "incomplete"   # not "survived": c never ran
     with open(os.path.join(out, "report.md")) as f:
-        assert "| 2 of 3 |" in f.read()
+        assert "| 1 of 3 |" in f.read()
 
 
 def test_the_report_head_gives_the_mode_and_totals_and_an_equivalent_survivor(tmp_path):

@@ -44,6 +44,7 @@ from .catalogue import BY_NAME, MUTANTS, Mutant
 BASELINE = "unmutated"             # the job that runs the library on the unmutated tree
 KILLING = ("failed", "hang", "error")   # run outcomes that kill a mutant
 FIRST_KILL, EVERY_SCENARIO = "first-kill", "every-scenario"   # the modes of a run
+DEFAULT_MAX_BATCH = 8   # first-kill verification batches double from 1 run up to this
 
 
 # -- classification (pure: tested on fake verdicts) --------------------------------------
@@ -166,15 +167,29 @@ def _kill_text(run: dict) -> str:
         ":" + ",".join(run["checks"]) if run["checks"] else "") + ")"
 
 
+UNVERIFIED = ("not verified yet: the run kills by itself (hung or broke); the worker "
+              "verifies such runs together once its jobs are done")
+
+
+def _kills_by_status(outcome) -> bool:
+    """A run classify_run calls hang or error whatever its verdict says."""
+    return outcome.status in ("timeout", "error") or bool(outcome.errors)
+
+
 def run_job(job: Job, out: str, tag: str = "", first_kill: bool = False,
-            baseline: dict[str, str] | None = None) -> dict:
+            baseline: dict[str, str] | None = None, max_batch: int = DEFAULT_MAX_BATCH,
+            deferred: list | None = None) -> dict:
     """Run one job's scenarios against its tree, verify them, write jobs/<name>.json.
 
-    first_kill: verify each run right after it (the worker's Spark session stays warm
-    between runs) and stop at the first run that kills the mutant (`credited` against
-    `baseline`: a scenario that fails unmutated kills nothing and does not stop it); the
-    record is rewritten after every run, so a report rebuilt meanwhile shows the job so
-    far. Otherwise every scenario runs, and the runs are verified in one Spark batch."""
+    first_kill: the runs are verified as they come, in batches that double from one run
+    up to `max_batch` (the worker's Spark session stays warm between them; a batch costs
+    little more than one run's verification), and the job stops at the first run that
+    kills the mutant (`credited` against `baseline`: a scenario that fails unmutated
+    kills nothing and does not stop it). A run that hangs or breaks kills whatever its
+    verdict: it stops the job unverified and joins `deferred`, which the worker verifies
+    in one batch at the end (for its checks). The record is rewritten after every batch,
+    so a report rebuilt meanwhile shows the job so far. Otherwise every scenario runs,
+    and the runs are verified in one batch."""
     from harness.runner import run_scenario
     from harness.scenario import load_scenario
 
@@ -186,20 +201,36 @@ def run_job(job: Job, out: str, tag: str = "", first_kill: bool = False,
     runs: list[dict] = []
     pending, seconds = [], {}
     verify_seconds = 0.0
-    interrupted, killer = False, None
+    interrupted = False
+    batch = 1
+
+    def add(outcome, verdict: dict) -> None:
+        runs.append({"scenario": outcome.scenario, "run_dir": outcome.run_dir,
+                     "seconds": seconds[outcome.run_id], **classify_run(verdict)})
 
     def judge(outcomes) -> None:
         nonlocal verify_seconds
+        if not outcomes:
+            return
         t = time.monotonic()
         for o, v in zip(outcomes, _verify(outcomes)):
-            runs.append({"scenario": o.scenario, "run_dir": o.run_dir,
-                         "seconds": seconds[o.run_id], **classify_run(v)})
+            add(o, v)
         verify_seconds += time.monotonic() - t
+        if first_kill:
+            _say(f"{tag}{job.name}: verified {len(outcomes)} run(s) in "
+                 f"{time.monotonic() - t:.0f}s: " + " ".join(
+                     _kill_text(r) + (" (fails unmutated too: no kill)"
+                                      if r["outcome"] in KILLING and not credited(r, baseline)
+                                      else "") for r in runs[-len(outcomes):]))
+
+    def killer() -> dict | None:
+        return next((r for r in runs if credited(r, baseline)), None)
 
     def record(complete: bool) -> dict:
+        k = killer()
         rec = {"job": job.name, "runs": runs, "complete": complete,
                "scenarios": len(job.scenarios),
-               "killed_at": runs.index(killer) + 1 if killer else None,
+               "killed_at": runs.index(k) + 1 if k else None,
                "run_seconds": round(time.monotonic() - t0 - verify_seconds, 1),
                "verify_seconds": round(verify_seconds, 1),
                "seconds": round(time.monotonic() - t0, 1)}
@@ -218,35 +249,61 @@ def run_job(job: Job, out: str, tag: str = "", first_kill: bool = False,
                 _say(line)
                 interrupted = True
                 break
-            if not first_kill:
-                pending.append(outcome)
-                _say(line)
-                continue
-            t = time.monotonic()
-            judge([outcome])
-            run = runs[-1]
-            _say(f"{line}, verified in {time.monotonic() - t:.0f}s: {run['outcome']}"
-                 + (":" + ",".join(run["checks"]) if run["checks"] else "")
-                 + (" (fails unmutated too: not a kill)"
-                    if run["outcome"] in KILLING and not credited(run, baseline) else ""))
-            if credited(run, baseline):
-                killer = run
+            if first_kill and _kills_by_status(outcome) and credited(
+                    {"scenario": outcome.scenario, "outcome": "error"}, baseline):
+                _say(line + ": kills without its verdict")
+                judge(pending)   # the runs before it first: one of them may kill already
+                pending = []
+                add(outcome, outcome.finish(outcome.verdict_without_checks(UNVERIFIED)))
+                if deferred is not None:
+                    deferred.append(outcome)
                 break
-            record(complete=False)
+            pending.append(outcome)
+            _say(line)
+            if first_kill and len(pending) >= batch:
+                judge(pending)
+                pending = []
+                batch = min(2 * batch, max_batch)
+                if killer():
+                    break
+                record(complete=False)
     if interrupted:   # stop now: a Spark batch would hold Ctrl-C up for a minute
         raise KeyboardInterrupt
     if pending:
-        _say(f"{tag}{job.name}: verifying {len(pending)} runs")
+        if not first_kill:
+            _say(f"{tag}{job.name}: verifying {len(pending)} runs")
         judge(pending)
     rec = record(complete=True)
+    k = killer()
     if first_kill and job.name != BASELINE:
-        summary = (f"killed by {_kill_text(killer)} at {rec['killed_at']}/{len(job.scenarios)}"
-                   if killer else f"not killed by any of {len(runs)} scenarios")
+        summary = (f"killed by {_kill_text(k)} at {rec['killed_at']}/{len(job.scenarios)}"
+                   if k else f"not killed by any of {len(runs)} scenarios")
     else:
         killers = [_kill_text(r) for r in runs if r["outcome"] in KILLING]
         summary = "failing: " + " ".join(killers) if killers else "every scenario passed"
     _say(f"{tag}{job.name}: done in {rec['seconds']:.0f}s — {summary}")
     return rec
+
+
+def verify_deferred(out: str, outcomes: list, tag: str = "") -> None:
+    """Verify in one batch the runs that killed unverified (their verdict.json replaced;
+    their outcome stays, classify_run judges a hung or broken run by its status) and
+    update the job records with their checks."""
+    if not outcomes:
+        return
+    t = time.monotonic()
+    _say(f"{tag}verifying the {len(outcomes)} run(s) that killed by hanging or breaking "
+         "(for their checks)")
+    verdicts = {v["run_dir"]: v for v in _verify(outcomes)}
+    for name in sorted({os.path.basename(os.path.dirname(o.run_dir)) for o in outcomes}):
+        path = os.path.join(out, "jobs", f"{name}.json")
+        with open(path) as f:
+            rec = json.load(f)
+        for run in rec["runs"]:
+            if run["run_dir"] in verdicts:
+                run.update(classify_run(verdicts[run["run_dir"]]))
+        _write_record(out, name, rec)
+    _say(f"{tag}verified them in {time.monotonic() - t:.0f}s")
 
 
 def _baseline_outcomes(out: str, plan: dict, poll: float = 2.0) -> dict[str, str] | None:
@@ -278,6 +335,7 @@ def worker_main(out: str, index: int) -> int:
         plan = json.load(f)
     first_kill = plan.get("mode") == FIRST_KILL
     tag = f"[w{index}] "
+    deferred: list = []
     try:
         for spec in plan["jobs"]:
             if not _claim(out, spec["name"]):
@@ -287,13 +345,15 @@ def worker_main(out: str, index: int) -> int:
                         if first_kill and job.name != BASELINE else None)
             try:
                 run_job(job, out, tag=tag, first_kill=first_kill and job.name != BASELINE,
-                        baseline=baseline)
+                        baseline=baseline, max_batch=plan.get("max_batch", DEFAULT_MAX_BATCH),
+                        deferred=deferred)
             except Exception as e:   # this job broke (not a run of it): the next ones go on
                 traceback.print_exc()
                 _say(f"{tag}{job.name}: the job failed: {type(e).__name__}: {e}")
                 os.makedirs(os.path.join(out, "jobs"), exist_ok=True)
                 with open(os.path.join(out, "jobs", f"{job.name}.failed"), "w") as f:
                     f.write(f"{type(e).__name__}: {e}\n")
+        verify_deferred(out, deferred, tag)
     except KeyboardInterrupt:
         _say(f"[w{index}] interrupted")
         return 130
@@ -336,9 +396,9 @@ class Runner:
     """Starts the workers, relays their progress, stops them on Ctrl-C, writes the report."""
 
     def __init__(self, jobs: list[Job], out: str, workers: int, command: str,
-                 mode: str = EVERY_SCENARIO):
+                 mode: str = EVERY_SCENARIO, max_batch: int = DEFAULT_MAX_BATCH):
         self.jobs, self.out, self.workers, self.command = jobs, out, workers, command
-        self.mode = mode
+        self.mode, self.max_batch = mode, max_batch
         self.procs: list[subprocess.Popen] = []
 
     def run(self) -> dict:
@@ -348,6 +408,7 @@ class Runner:
         os.makedirs(self.out, exist_ok=True)
         with open(os.path.join(self.out, "plan.json"), "w") as f:
             json.dump({"command": self.command, "mode": self.mode,
+                       "max_batch": self.max_batch,
                        "jobs": [{"name": j.name, "scenarios": j.scenarios} for j in self.jobs]},
                       f, indent=1)
         t0 = time.time()
