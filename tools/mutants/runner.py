@@ -6,7 +6,7 @@ verdict, hung past its timeout, or could not run) or survived.
 Two modes (plan.json's "mode"):
     first-kill       (default) the unmutated tree runs every scenario first; each mutant
                      then runs the scenarios its catalogue entry names first, then the
-                     rest, each run verified right after it, and stops at its first run
+                     rest, verified as they come (run_job), and stops at its first run
                      that kills it (a scenario that fails unmutated kills nothing)
     every-scenario   (--every-scenario) each mutant runs every scenario, verified in one
                      batch at the end: all the scenarios and checks that kill it
