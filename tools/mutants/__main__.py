@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--every-scenario", action="store_true",
                      help="each mutant runs every scenario, verified in one batch at the end "
                           "(which scenarios and checks kill it); by default each mutant runs "
-                          "the scenarios its catalogue entry names first, each run verified "
-                          "right after it, and stops at its first killing run")
+                          "the scenarios its catalogue entry names first, its runs verified "
+                          "as they come, and stops at its first killing run")
     run.add_argument("--max-verify-batch", type=int, default=None, metavar="N",
                      help="first-kill mode verifies a mutant's runs in batches that double "
                           "from 1 run up to N (default 8; 1: each run right after it)")
