@@ -274,6 +274,19 @@ MUTANTS: tuple[Mutant, ...] = (
         # it block 3 is allocated, the reports arrive and c1 closes its file (w1 ok).
         scenarios=("add-block-waits-for-penultimate-block", "complete-waits-for-block-report")),
     Mutant(
+        name="refused-add-block-commits-previous",
+        rule="a refused addBlock (NotReplicatedYet) leaves the previous block UNDER_CONSTRUCTION: "
+             "3.x validateAddBlock refuses before storeAllocatedBlock commits it",
+        seed="seed 001 addBlock; 3.x FSDirWriteFileOp.validateAddBlock",
+        file="minihdfs/namenode.py",
+        original="            # checkFileProgress: the penultimate block must be COMPLETE\n",
+        replacement="            if previous is not None:   # mutant: commit before the check\n"
+                    "                self._commit_block(\"addBlock\", inode, previous, holder)\n",
+        # killed by add-block-waits-for-penultimate-block's expectations: block 2, committed
+        # by the refused addBlock, completes on its reports, and the lease recovery closes
+        # the file without the block recovery Hadoop runs (recoveries block: 1)
+        scenarios=("add-block-waits-for-penultimate-block",)),
+    Mutant(
         name="append-keeps-block-complete",
         rule="append turns a COMPLETE partial last block back into UNDER_CONSTRUCTION",
         seed="seed 004 2.2 (append)",
