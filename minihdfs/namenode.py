@@ -448,14 +448,17 @@ class NameNode:
                     raise self._reject("addBlock", IOExceptionRemote,
                                        f"previous block {previous['block']} is not the last block",
                                        path, holder)
-                self._commit_block("addBlock", inode, previous, holder)
             elif inode.blocks and self.blocks[inode.blocks[-1]].state not in (COMPLETE, COMMITTED):
                 raise self._reject("addBlock", IOExceptionRemote,
                                    "addBlock without the previous block", path, holder)
             # checkFileProgress: the penultimate block must be COMPLETE
+            # 3.x FSDirWriteFileOp.validateAddBlock: checked before storeAllocatedBlock commits
+            # `previous`, so a refused addBlock leaves the last block UNDER_CONSTRUCTION
             if len(inode.blocks) >= 2 and self.blocks[inode.blocks[-2]].state != COMPLETE:
                 raise self._reject("addBlock", NotReplicatedYetException,
                                    f"Not replicated yet: {path}", path, holder)
+            if previous is not None:
+                self._commit_block("addBlock", inode, previous, holder)
             for b in inode.blocks:
                 self._try_complete(self.blocks[b])
             writer = inode.client_machine or ""

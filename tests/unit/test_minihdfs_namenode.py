@@ -375,6 +375,8 @@ def test_add_block_commits_the_previous_block_and_checks_file_progress(nn):
     with pytest.raises(NotReplicatedYetException):
         nn.rpc_addBlock("/f", "c1", previous=b2)
     assert nn.events.named("nn.rpc.reject", op="addBlock", error="NotReplicatedYetException")
+    # 3.x FSDirWriteFileOp: the refusal comes before the commit of `previous` (b2)
+    assert state_of(nn, b2["block"]) == UNDER_CONSTRUCTION
     received(nn, "dn1", b1["block"], b1["gs"], 1 << 20)
     assert state_of(nn, b1["block"]) == COMPLETE
     lb3 = nn.rpc_addBlock("/f", "c1", previous=b2)            # a retry after the report

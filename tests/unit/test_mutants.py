@@ -179,3 +179,226 @@ def test_the_report_classifies_against_the_baseline(tmp_path):
     assert report["counts"] == {"killed": 1, "suspect": 1, "not run": 1}
     text = render_markdown(report)
     assert "| `sync-length-max` |" in text and "s1 (failed: B2)" in text
+
+
+# -- first-kill mode (the default): ordering, stopping, the baseline's failures -----------
+
+def test_first_kill_plans_put_the_scenarios_a_mutant_names_first():
+    files = [os.path.join(LIBRARY, f"{n}.yaml") for n in
+             ("block-recovery-different-lengths", "replace-never", "setup-first-bad-link",
+              "dn-crash-first-in-pipeline")]
+    m = BY_NAME["stale-replica-kept"]   # names dn-crash-first-in-pipeline, dn-restart-...
+    jobs = plan_jobs([m, BY_NAME["first-bad-link-marks-first"]], files, targeted=False,
+                     baseline=True, first_kill=True)
+    assert jobs[0].name == BASELINE and jobs[0].scenarios == files   # library order
+    # named ones first (one not in the selection is skipped), then the rest in order
+    assert jobs[1].scenarios == [files[3], files[0], files[1], files[2]]
+    assert jobs[2].scenarios == [files[2], files[0], files[1], files[3]]
+    # every-scenario mode keeps the library's order for every mutant
+    assert [j.scenarios for j in plan_jobs([m], files, False, False)] == [files]
+
+
+class _FakeLibrary:
+    """run_scenario, load_scenario and verify_runs for run_job/worker_main: a scenario's
+    verdict per tree from `fails` ({job: {scenario: [failed checks]}}); `calls` records
+    what ran and what was verified, in order."""
+
+    def __init__(self, monkeypatch, fails: dict, statuses: dict | None = None):
+        import contextlib
+        import harness.reconcile.api
+        import harness.runner
+        import harness.scenario
+        from harness.runner import RunOutcome
+        from tools.mutants import runner
+        self.fails, self.calls = fails, []
+
+        class Scenario:
+            def __init__(self, path):
+                self.name = os.path.splitext(os.path.basename(path))[0]
+
+        def run_scenario(scenario, backend, results_dir, verify):
+            assert backend == "local" and verify is False
+            job = os.path.basename(results_dir)
+            run_dir = os.path.join(results_dir, scenario.name)
+            os.makedirs(run_dir)
+            self.calls.append(("run", job, scenario.name))
+            status = (statuses or {}).get(scenario.name, "completed")
+            return RunOutcome(scenario.name, scenario.name, run_dir, status, [])
+
+        def verify_runs(run_dirs):
+            self.calls.append(("verify", [os.path.basename(d) for d in run_dirs]))
+            out = []
+            for d in run_dirs:
+                job, name = d.split(os.sep)[-2:]
+                failed = self.fails.get(job, {}).get(name)
+                out.append(_verdict(failed is None, failed or []))
+            return out
+
+        monkeypatch.setattr(harness.runner, "run_scenario", run_scenario)
+        monkeypatch.setattr(harness.scenario, "load_scenario", Scenario)
+        monkeypatch.setattr(harness.reconcile.api, "verify_runs", verify_runs)
+        monkeypatch.setattr(runner, "mutated_tree",
+                            lambda mutant, parent_dir: contextlib.nullcontext(parent_dir))
+
+
+def _job_record(out, name):
+    with open(os.path.join(out, "jobs", f"{name}.json")) as f:
+        return json.load(f)
+
+
+def test_first_kill_verifies_each_run_at_once_and_stops_at_the_first_kill(monkeypatch,
+                                                                            tmp_path):
+    from tools.mutants.runner import run_job
+    lib = _FakeLibrary(monkeypatch, {"sync-length-max": {"b": ["B2"], "c": ["L2"]}})
+    rec = run_job(Job("sync-length-max", ["a.yaml", "b.yaml", "c.yaml", "d.yaml"]),
+                  str(tmp_path), first_kill=True, baseline={s: "passed" for s in "abcd"},
+                  max_batch=1)
+    assert lib.calls == [("run", "sync-length-max", "a"), ("verify", ["a"]),
+                         ("run", "sync-length-max", "b"), ("verify", ["b"])]
+    assert [r["scenario"] for r in rec["runs"]] == ["a", "b"]
+    assert rec["complete"] and rec["killed_at"] == 2 and rec["scenarios"] == 4
+    assert _job_record(str(tmp_path), "sync-length-max") == rec
+    got = classify_mutant(rec["runs"], {s: "passed" for s in "abcd"}, rec["complete"])
+    assert got["status"] == "killed" and got["killed_by"][0]["checks"] == ["B2"]
+
+
+def test_first_kill_batches_double_and_stop_at_the_batch_holding_the_first_kill(
+        monkeypatch, tmp_path):
+    from tools.mutants.runner import run_job
+    lib = _FakeLibrary(monkeypatch, {"sync-length-max": {"f": ["B2"]}})
+    files = [f"{c}.yaml" for c in "abcdefghijklmnopq"]
+    rec = run_job(Job("sync-length-max", files), str(tmp_path), first_kill=True,
+                  baseline=None, max_batch=4)
+    assert [c[1] for c in lib.calls if c[0] == "verify"] \
+        == [["a"], ["b", "c"], ["d", "e", "f", "g"]]
+    assert len(rec["runs"]) == 7 and rec["killed_at"] == 6 and rec["complete"]
+    lib = _FakeLibrary(monkeypatch, {})   # a survivor: 1, 2, then batches of max_batch
+    rec = run_job(Job("soft-limit-ignored", files), str(tmp_path), first_kill=True,
+                  baseline=None, max_batch=4)
+    assert [len(c[1]) for c in lib.calls if c[0] == "verify"] == [1, 2, 4, 4, 4, 2]
+    assert len(rec["runs"]) == 17 and rec["killed_at"] is None
+
+
+def test_a_hung_run_stops_the_job_unverified_and_the_worker_verifies_it_at_the_end(
+        monkeypatch, tmp_path):
+    from tools.mutants.runner import run_job, verify_deferred
+    lib = _FakeLibrary(monkeypatch, {"sync-length-max": {"c": ["P1"]}},
+                       statuses={"c": "timeout"})
+    out, deferred = str(tmp_path), []
+    rec = run_job(Job("sync-length-max", ["a.yaml", "b.yaml", "c.yaml", "d.yaml"]), out,
+                  first_kill=True, baseline={s: "passed" for s in "abcd"}, deferred=deferred)
+    # b (pending in its batch) is verified before c, which kills without Spark
+    assert lib.calls == [("run", "sync-length-max", "a"), ("verify", ["a"]),
+                         ("run", "sync-length-max", "b"), ("run", "sync-length-max", "c"),
+                         ("verify", ["b"])]
+    assert rec["killed_at"] == 3 and rec["runs"][2]["outcome"] == "hang"
+    assert rec["runs"][2]["checks"] == [] and [o.scenario for o in deferred] == ["c"]
+    verify_deferred(out, deferred)
+    assert lib.calls[-1] == ("verify", ["c"])
+    run = _job_record(out, "sync-length-max")["runs"][2]
+    assert run["outcome"] == "hang" and run["checks"] == ["P1"]
+
+
+def test_every_scenario_mode_runs_them_all_and_verifies_once(monkeypatch, tmp_path):
+    from tools.mutants.runner import run_job
+    lib = _FakeLibrary(monkeypatch, {"sync-length-max": {"b": ["B2"], "c": ["L2"]}})
+    rec = run_job(Job("sync-length-max", ["a.yaml", "b.yaml", "c.yaml"]), str(tmp_path))
+    assert [c[0] for c in lib.calls] == ["run", "run", "run", "verify"]
+    assert [r["outcome"] for r in rec["runs"]] == ["passed", "failed", "failed"]
+
+
+def test_a_scenario_failing_unmutated_neither_stops_a_mutant_nor_kills_it(monkeypatch,
+                                                                         tmp_path):
+    """The whole flow of a worker: the baseline first, then the mutant, whose failing run
+    of b (failing unmutated too) goes on to c, the credited kill."""
+    import signal
+    from tools.mutants.runner import FIRST_KILL, build_report, worker_main
+    lib = _FakeLibrary(monkeypatch, {BASELINE: {"b": ["L2"]},
+                                     "sync-length-max": {"b": ["L2"], "c": ["B2"]},
+                                     "soft-limit-ignored": {"b": ["L2"]}})
+    out = str(tmp_path)
+    files = ["a.yaml", "b.yaml", "c.yaml", "d.yaml"]
+    jobs = [Job(BASELINE, files), Job("sync-length-max", files),
+            Job("soft-limit-ignored", files)]
+    with open(os.path.join(out, "plan.json"), "w") as f:
+        json.dump({"command": "x", "mode": FIRST_KILL,
+                   "jobs": [{"name": j.name, "scenarios": j.scenarios} for j in jobs]}, f)
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        assert worker_main(out, 0) == 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert [c[2] for c in lib.calls if c[0] == "run" and c[1] == "sync-length-max"] \
+        == ["a", "b", "c"]
+    assert [c[2] for c in lib.calls if c[0] == "run" and c[1] == "soft-limit-ignored"] \
+        == ["a", "b", "c", "d"]   # ran every scenario: b's failure is the baseline's
+    report = build_report(out, jobs, "x", 0.0, 60.0, 1, False, FIRST_KILL)
+    by = {m["name"]: m for m in report["mutants"]}
+    assert by["sync-length-max"]["status"] == "killed"
+    assert [k["scenario"] for k in by["sync-length-max"]["killed_by"]] == ["c"]
+    assert by["sync-length-max"]["not_credited"] == ["b"] and by["sync-length-max"]["ran"] == 3
+    assert by["soft-limit-ignored"]["status"] == "suspect" and by["soft-limit-ignored"]["ran"] == 4
+
+
+def test_a_mutant_waits_for_the_baseline_another_worker_runs(tmp_path):
+    import threading
+    from tools.mutants.runner import _baseline_outcomes
+    out = str(tmp_path)
+    plan = {"jobs": [{"name": BASELINE, "scenarios": ["a"]}, {"name": "m", "scenarios": ["a"]}]}
+    assert _baseline_outcomes(out, {"jobs": plan["jobs"][1:]}) is None   # --no-baseline
+    os.makedirs(tmp_path / "jobs")
+    with open(tmp_path / "jobs" / f"{BASELINE}.json", "w") as f:   # still running
+        json.dump({"job": BASELINE, "runs": [], "complete": False, "seconds": 1,
+                   "verify_seconds": 0}, f)
+
+    def finish():
+        with open(tmp_path / "jobs" / f"{BASELINE}.json", "w") as f:
+            json.dump({"job": BASELINE, "runs": [_run("a", "failed", ["L2"])],
+                       "complete": True, "seconds": 1, "verify_seconds": 0}, f)
+    threading.Timer(0.2, finish).start()
+    assert _baseline_outcomes(out, plan, poll=0.02) == {"a": "failed"}
+    os.remove(tmp_path / "jobs" / f"{BASELINE}.json")
+    (tmp_path / "jobs" / f"{BASELINE}.failed").write_text("RuntimeError: x\n")
+    assert _baseline_outcomes(out, plan, poll=0.02) is None   # it broke: as --no-baseline
+
+
+def test_an_interrupted_first_kill_job_keeps_its_runs_and_is_incomplete(monkeypatch,
+                                                                        tmp_path):
+    from tools.mutants.runner import rebuild_report, run_job
+    _FakeLibrary(monkeypatch, {}, statuses={"c": "interrupted"})
+    out = str(tmp_path)
+    files = ["a.yaml", "b.yaml", "c.yaml"]
+    with open(os.path.join(out, "plan.json"), "w") as f:
+        json.dump({"command": "x", "mode": "first-kill",
+                   "jobs": [{"name": "sync-length-max", "scenarios": files}]}, f)
+    with pytest.raises(KeyboardInterrupt):
+        run_job(Job("sync-length-max", files), out, first_kill=True, baseline=None)
+    rec = _job_record(out, "sync-length-max")   # a verified; b was waiting for its batch
+    assert [r["scenario"] for r in rec["runs"]] == ["a"] and not rec["complete"]
+    report = rebuild_report(out)   # `report --out DIR` of an interrupted run
+    assert report["mutants"][0]["status"] == "incomplete"   # not "survived": c never ran
+    with open(os.path.join(out, "report.md")) as f:
+        assert "| 1 of 3 |" in f.read()
+
+
+def test_the_report_head_gives_the_mode_and_totals_and_an_equivalent_survivor(tmp_path):
+    from tools.mutants.runner import FIRST_KILL
+    os.makedirs(tmp_path / "jobs")
+    records = {"sync-length-max": [_run("s1", "failed", ["B2"])],
+               "stale-replica-kept": [_run("s1", "passed"), _run("s2", "passed")],
+               "soft-limit-ignored": [_run("s1", "passed"), _run("s2", "passed")]}
+    for name, runs in records.items():
+        with open(tmp_path / "jobs" / f"{name}.json", "w") as f:
+            json.dump({"job": name, "runs": runs, "complete": True, "seconds": 5.0,
+                       "verify_seconds": 1.0}, f)
+    jobs = [Job(n, ["s1", "s2"]) for n in records]
+    assert BY_NAME["stale-replica-kept"].equivalent   # the catalogue says why
+    report = build_report(str(tmp_path), jobs, "python -m tools.mutants run", 0.0, 600.0, 1,
+                          False, FIRST_KILL)
+    assert report["counts"] == {"killed": 1, "equivalent": 1, "survived": 1}
+    text = render_markdown(report)
+    assert "Mode: **first kill**" in text
+    assert "Mutants: 3: killed 1, survived 1, equivalent 1; 5 mutant runs" in text
+    assert "10.0 min wall" in text
+    assert "| **killed** | s1 (failed: B2) | 1 of 2 | 5s |" in text
+    assert "| **equivalent** | — | 2 of 2 |" in text

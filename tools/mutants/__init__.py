@@ -7,7 +7,8 @@ killed, by which scenarios and checks.
     python -m tools.mutants check                       # every mutant applies to this tree
     python -m tools.mutants report --out DIR            # rebuild a report (partial runs too)
     python -m tools.mutants run [--mutants a,b] [--scenarios GLOB...] [--targeted]
-                                [--workers N] [--out results/mutants] [--no-baseline]
+                                [--every-scenario] [--max-verify-batch N] [--workers N]
+                                [--out results/mutants] [--no-baseline]
 
 API (tests/integration/test_verifier_real_runs.py): `BY_NAME[name]` and
 `mutated_tree(mutant)`, a context manager inside which the local backend's cluster

@@ -1,4 +1,4 @@
-"""Command line of the mutation testing: `python -m tools.mutants {list,check,run}`."""
+"""Command line of the mutation testing: `python -m tools.mutants {list,check,run,report}`."""
 
 from __future__ import annotations
 
@@ -37,6 +37,14 @@ def main(argv: list[str] | None = None) -> int:
                      help="scenario files or globs (default: the whole library)")
     run.add_argument("--targeted", action="store_true",
                      help="each mutant runs only the scenarios its catalogue entry names")
+    run.add_argument("--every-scenario", action="store_true",
+                     help="each mutant runs every scenario, verified in one batch at the end "
+                          "(which scenarios and checks kill it); by default each mutant runs "
+                          "the scenarios its catalogue entry names first, its runs verified "
+                          "as they come, and stops at its first killing run")
+    run.add_argument("--max-verify-batch", type=int, default=None, metavar="N",
+                     help="first-kill mode verifies a mutant's runs in batches that double "
+                          "from 1 run up to N (default 8; 1: each run right after it)")
     run.add_argument("--workers", type=int, default=1,
                      help="mutants run at once, each with its own clusters (default 1: "
                           "a 2-core machine runs one cluster well)")
@@ -68,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
                     bad += 1
                     print(f"FAIL {e}")
         return 1 if bad else 0
-    from .runner import Runner, plan_jobs, rebuild_report, select_mutants, worker_main
+    from .runner import DEFAULT_MAX_BATCH, EVERY_SCENARIO, FIRST_KILL, Runner, plan_jobs, \
+        rebuild_report, select_mutants, worker_main
     if args.cmd == "report":
         if not os.path.exists(os.path.join(args.out, "plan.json")):
             raise SystemExit(f"mutants: {args.out} holds no mutation run (no plan.json); "
@@ -80,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         return worker_main(os.path.abspath(args.out), args.index)
     if args.workers < 1:
         raise SystemExit("mutants: --workers must be at least 1")
+    if args.max_verify_batch is not None and args.max_verify_batch < 1:
+        raise SystemExit("mutants: --max-verify-batch must be at least 1")
     mutants = select_mutants([n.strip() for n in args.mutants.split(",")] if args.mutants else None)
     for m in mutants:   # fail before anything starts, not mid-run
         with tempfile.TemporaryDirectory() as d:
@@ -92,11 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     _, issues = validate_files(files)
     if issues:
         raise SystemExit(f"mutants: invalid scenarios:\n{ScenarioError(issues)}")
-    jobs = plan_jobs(mutants, files, args.targeted, not args.no_baseline)
+    mode = EVERY_SCENARIO if args.every_scenario else FIRST_KILL
+    jobs = plan_jobs(mutants, files, args.targeted, not args.no_baseline, mode == FIRST_KILL)
     if not jobs:
         raise SystemExit("mutants: nothing to run (no mutant names any of these scenarios)")
     command = "python -m tools.mutants " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    report = Runner(jobs, os.path.abspath(args.out), args.workers, command).run()
+    report = Runner(jobs, os.path.abspath(args.out), args.workers, command, mode,
+                    args.max_verify_batch or DEFAULT_MAX_BATCH).run()
     print(open(os.path.join(os.path.abspath(args.out), "report.md")).read())
     return 130 if report["interrupted"] else 0
 

@@ -27,6 +27,8 @@ class Mutant:
     checks: tuple[str, ...] = field(default=())      # checks its killers failed when measured
     #                                                 (empty: the expect block or the harness's
     #                                                 quiescence wait caught it, not a check)
+    equivalent: str = ""     # why no run can tell it from the unmutated tree (a survivor
+    #                          with a reason is reported "equivalent"); empty for the others
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -159,7 +161,9 @@ MUTANTS: tuple[Mutant, ...] = (
         # is kept as corrupt instead of deleted at report time
         original="or (min_ok and info.gs > gs)",
         replacement="or False",
-        scenarios=("dn-crash-first-in-pipeline", "dn-restart-during-write")),
+        scenarios=("dn-crash-first-in-pipeline", "dn-restart-during-write"),
+        equivalent="the RedundancyMonitor invalidates every older-GS replica on a live node "
+                   "each interval: skipping it at report time changes only when it goes"),
     Mutant(
         name="dn-ignores-invalidate",
         rule="a DataNode deletes the replicas the NameNode invalidates (stale GS, excess, corrupt)",
@@ -269,6 +273,19 @@ MUTANTS: tuple[Mutant, ...] = (
         # block 3 is allocated, so the check refuses block 3 until c1 gives up; without
         # it block 3 is allocated, the reports arrive and c1 closes its file (w1 ok).
         scenarios=("add-block-waits-for-penultimate-block", "complete-waits-for-block-report")),
+    Mutant(
+        name="refused-add-block-commits-previous",
+        rule="a refused addBlock (NotReplicatedYet) leaves the previous block UNDER_CONSTRUCTION: "
+             "3.x validateAddBlock refuses before storeAllocatedBlock commits it",
+        seed="seed 001 addBlock; 3.x FSDirWriteFileOp.validateAddBlock",
+        file="minihdfs/namenode.py",
+        original="            # checkFileProgress: the penultimate block must be COMPLETE\n",
+        replacement="            if previous is not None:   # mutant: commit before the check\n"
+                    "                self._commit_block(\"addBlock\", inode, previous, holder)\n",
+        # killed by add-block-waits-for-penultimate-block's expectations: block 2, committed
+        # by the refused addBlock, completes on its reports, and the lease recovery closes
+        # the file without the block recovery Hadoop runs (recoveries block: 1)
+        scenarios=("add-block-waits-for-penultimate-block",)),
     Mutant(
         name="append-keeps-block-complete",
         rule="append turns a COMPLETE partial last block back into UNDER_CONSTRUCTION",
