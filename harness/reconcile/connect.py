@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 
@@ -170,19 +171,35 @@ def up(port: int = DEFAULT_PORT, memory: str | None = None, timeout: float = 120
             raise ConnectError(f"the Spark Connect server did not answer within "
                                f"{timeout:.0f} s: see {log}")
         time.sleep(0.25)
+    say("warming the server up: verifying synthetic runs once")
     _warm(server.url)
     return server
 
 
 def _warm(url: str) -> None:
-    """One small query, so that the first verification does not pay the server's session
-    start."""
-    from pyspark.sql import SparkSession
-    spark = SparkSession.builder.remote(url).getOrCreate()
-    try:
-        spark.range(1).count()
-    finally:
-        spark.stop()
+    """Verify a few synthetic runs through the new server (benchmarks/gen_events.py, as
+    cds.py trains with), so that its JIT has compiled Spark's planner and the checks'
+    plans before a user's first verification; a small query where the generator is not
+    beside the package (an installed copy)."""
+    from .cds import GENERATOR
+    env = dict(os.environ, HDFS_CHAOS_SPARK_REMOTE=url)
+    if not os.path.exists(GENERATOR):
+        code = ("from harness.reconcile.session import get_spark; "
+                "get_spark().range(1).count()")
+        subprocess.run([sys.executable, "-c", code], env=env, check=False,
+                       capture_output=True, timeout=300)
+        return
+    with tempfile.TemporaryDirectory(prefix="hdfs-chaos-warm-") as tmp:
+        subprocess.run([sys.executable, GENERATOR, tmp, "--events", "20000",
+                        "--per-run", "10000", "--procs", "1"],
+                       check=True, stdout=subprocess.DEVNULL, timeout=300)
+        runs = sorted(os.path.join(tmp, d) for d in os.listdir(tmp)
+                      if os.path.isdir(os.path.join(tmp, d, "events")))
+        code = ("import sys; from harness.reconcile.api import verify_runs; "
+                "[verify_runs([r]) for r in sys.argv[1:]]")
+        subprocess.run([sys.executable, "-c", code, *runs], env=env, check=False,
+                       capture_output=True, timeout=600,
+                       cwd=os.path.dirname(os.path.dirname(GENERATOR)))
 
 
 def down(grace: float = 15.0) -> Server | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import socket
 import sys
 import threading
 
@@ -182,6 +183,14 @@ def is_remote(master: str) -> bool:
 def _connect(url: str):
     """A Spark Connect session to `url` (a server of `hdfs-chaos spark up`, or a shared
     one): no JVM in this process; the checks use only the DataFrame and SQL APIs there."""
+    from urllib.parse import urlsplit
+    where = urlsplit(url.split(";", 1)[0])
+    host, port = where.hostname or "localhost", where.port or 15002
+    try:    # the Connect client retries an unreachable server for minutes: ask first
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as exc:
+        raise SparkStartError(f"cannot reach the Spark Connect server at {url}: {exc} "
+                              f"(hdfs-chaos spark status; hdfs-chaos spark up starts one)") from exc
     try:
         from pyspark.sql import SparkSession
         spark = SparkSession.builder.remote(url).getOrCreate()
