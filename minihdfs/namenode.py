@@ -1075,6 +1075,7 @@ class NameNode:
             for info in self.blocks.values():
                 if dn in info.replicas and info.id not in reported:
                     del info.replicas[dn]
+                    info.corrupt.pop(dn, None)   # 3.x BlockManager.removeStoredBlock: mark too
             for r in replicas:
                 self._process_replica(dn, r)
             self._safemode_check()

@@ -414,6 +414,20 @@ def test_corrupt_replica_of_a_block_with_enough_live_replicas_is_deleted_at_once
     assert gone["dn"] == bad
 
 
+def test_full_report_without_a_corrupt_replica_drops_its_mark(nn):
+    """3.x BlockManager.removeStoredBlock (a replica missing from a full block report)
+    also removes the node's corrupt mark: a good replica it receives later counts."""
+    lb = _closed_block(nn, "/f")
+    bad = lb["locations"][0]
+    nn.rpc_reportBadBlocks([{"block": lb["block"], "dn": bad}])
+    info = nn.blocks[lb["block"]]
+    assert bad in info.corrupt and bad in info.replicas         # kept: 2 live of 3
+    nn.rpc_blockReport(bad, [])                                  # the replica is gone
+    assert bad not in info.replicas and bad not in info.corrupt
+    received(nn, bad, lb["block"], lb["gs"], lb["len"])          # copied back
+    assert sorted(nn._live_replicas(info)) == lb["locations"]
+
+
 def _invalidations(nn: NameNode, dn: str) -> list[dict]:
     return [c for c in nn.rpc_sendHeartbeat(dn, replicas=1)["commands"]
             if c["type"] == "invalidate"]
