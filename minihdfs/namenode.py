@@ -1282,7 +1282,8 @@ class NameNode:
 
     def _redundancy_monitor(self) -> None:
         """Re-replicates under-replicated COMPLETE blocks (transfer to a TEMPORARY replica
-        on the target) and invalidates excess and corrupt replicas."""
+        on the target) and invalidates excess replicas (stale and corrupt ones are left to
+        the block reports and _mark_corrupt)."""
         interval = self.conf["dfs.namenode.redundancy.interval.seconds"]
         while not self._stopped.is_set():
             with self.lock:
