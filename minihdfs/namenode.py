@@ -40,7 +40,7 @@ class BlockInfo:
         self.num_bytes = 0
         self.expected: list[str] = []
         self.replicas: dict[str, dict] = {}      # dn -> {state, gs, len}
-        self.corrupt: set[str] = set()
+        self.corrupt: dict[str, str] = {}        # dn -> reason (CorruptReplicasMap)
         self.recovery_id = 0
         self.primary: str | None = None
         self.tried_primaries: set[str] = set()
@@ -805,8 +805,8 @@ class NameNode:
         if the block can spare it; otherwise it stays (excluded as a copy target) until
         the block is back at its replication (_invalidate_corrupt_replicas)."""
         if dn not in info.corrupt:
-            info.corrupt.add(dn)
             self.emit("nn.replica.corrupt", dn=dn, block=info.id, gs=gs, reason=reason)
+        info.corrupt[dn] = reason   # CorruptReplicasMap.addToCorruptReplicasMap: add or update
         inode = self.files.get(info.path)
         if inode is None:
             self._queue_invalidate(dn, info.id, gs)
@@ -1078,6 +1078,7 @@ class NameNode:
             for info in self.blocks.values():
                 if dn in info.replicas and info.id not in reported:
                     del info.replicas[dn]
+                    info.corrupt.pop(dn, None)   # 3.x BlockManager.removeStoredBlock: mark too
             for r in replicas:
                 self._process_replica(dn, r)
             self._safemode_check()
@@ -1094,7 +1095,7 @@ class NameNode:
                     info = self.blocks.get(int(r["block"]))
                     if info is not None and dn in info.replicas:
                         del info.replicas[dn]
-                        info.corrupt.discard(dn)
+                        info.corrupt.pop(dn, None)
                 else:
                     self._process_replica(dn, r)
             self._safemode_check()
@@ -1120,13 +1121,17 @@ class NameNode:
             if gs < info.gs:
                 self._queue_invalidate(dn, block, gs)
             return
+        reason = self._replica_corrupt_reason(info, state, gs, length)
+        if reason is not None:
+            # 3.x BlockManager.processReportedBlock: toCorrupt -> markBlockAsCorrupt
+            info.replicas[dn] = record
+            self._mark_corrupt(info, dn, gs, reason)
+            return
+        if info.corrupt.get(dn) == "genstamp_mismatch" and \
+                (state == "FINALIZED" or info.state != COMPLETE):
+            # 3.x BlockManager.addStoredBlock: a good report clears a GENSTAMP_MISMATCH mark
+            del info.corrupt[dn]
         if info.state in (COMMITTED, COMPLETE):
-            reason = self._replica_corrupt_reason(info, state, gs, length)
-            if reason is not None:
-                # 3.x BlockManager.processReportedBlock: toCorrupt -> markBlockAsCorrupt
-                info.replicas[dn] = record
-                self._mark_corrupt(info, dn, gs, reason)
-                return
             if state != "FINALIZED":
                 # 3.x BlockManager.processReportedBlock: a late RBW never downgrades a FINALIZED
                 # replica; it joins a COMMITTED block's list, a COMPLETE one ignores it (HDFS-2791)
@@ -1146,14 +1151,21 @@ class NameNode:
 
     @staticmethod
     def _replica_corrupt_reason(info: BlockInfo, state: str, gs: int, length: int) -> str | None:
-        """BlockManager.checkReplicaCorrupt for a FINALIZED, RBW or RWR replica of a
-        COMMITTED or COMPLETE block: why it is corrupt (Reason), or None."""
+        """BlockManager.checkReplicaCorrupt for a FINALIZED, RBW or RWR replica: why it is
+        corrupt (Reason), or None. TEMPORARY and RUR replicas are not checked."""
+        if state not in ("FINALIZED", "RBW", "RWR"):
+            return None
         if state == "FINALIZED":
-            # 3.x BlockManager.checkReplicaCorrupt: another GS or length is marked corrupt
-            if gs != info.gs:
-                return "genstamp_mismatch"
-            return "size_mismatch" if length != info.num_bytes else None
-        if info.state == COMMITTED:
+            if info.state in (COMMITTED, COMPLETE):
+                # 3.x BlockManager.checkReplicaCorrupt: another GS or length is marked corrupt
+                if gs != info.gs:
+                    return "genstamp_mismatch"
+                return "size_mismatch" if length != info.num_bytes else None
+            # 3.x BlockManager.checkReplicaCorrupt: older GS while UNDER_CONSTRUCTION (not RECOVERY)
+            older = info.state == UNDER_CONSTRUCTION and gs < info.gs
+            return "genstamp_mismatch" if older else None
+        if info.state != COMPLETE:
+            # 3.x BlockManager.checkReplicaCorrupt: an RBW/RWR older than an incomplete block
             return "genstamp_mismatch" if gs < info.gs else None
         if gs != info.gs:
             return "genstamp_mismatch"
@@ -1261,7 +1273,7 @@ class NameNode:
                 self.emit("nn.dn.dead", dn=d.id, silent=round(silent, 3))
                 for info in self.blocks.values():
                     info.replicas.pop(d.id, None)
-                    info.corrupt.discard(d.id)
+                    info.corrupt.pop(d.id, None)
                 # BlockManager.removeBlocksAssociatedTo: invalidateBlocks.remove(node)
                 # (a dead node's deletions are dropped, not kept for a node that
                 # may never heartbeat again: the block report of its return says
@@ -1273,7 +1285,8 @@ class NameNode:
 
     def _redundancy_monitor(self) -> None:
         """Re-replicates under-replicated COMPLETE blocks (transfer to a TEMPORARY replica
-        on the target) and invalidates excess and corrupt replicas."""
+        on the target) and invalidates excess replicas (stale and corrupt ones are left to
+        the block reports and _mark_corrupt)."""
         interval = self.conf["dfs.namenode.redundancy.interval.seconds"]
         while not self._stopped.is_set():
             with self.lock:
@@ -1297,11 +1310,7 @@ class NameNode:
             valid = self._live_replicas(info)
             if not valid:
                 continue
-            # corrupt replicas are not deleted here but by _mark_corrupt and
-            # _invalidate_corrupt_replicas; a node holding one is no copy target
-            for dn, r in info.replicas.items():
-                if r["gs"] < info.gs and self._alive(dn):
-                    self._queue_invalidate(dn, info.id, r["gs"])
+            # 3.x BlockManager.computeDatanodeWork: no sweep of older-GS replicas; reports find them
             pending = [t for (b, t) in self.pending_replication if b == info.id]
             missing = inode.replication - len(valid) - len(pending)
             if missing > 0:

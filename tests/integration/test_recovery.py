@@ -575,8 +575,9 @@ def test_restart_of_one_of_several_nodes_is_a_node_error(make_cluster):
 
 def test_datanode_crashed_and_started_during_a_write(make_cluster):
     """A crash is not a restart: no OOB ack, the RBW replica comes back as RWR, never
-    rejoins, and is invalidated."""
-    cluster = make_cluster(datanodes=4)
+    rejoins, and is invalidated once a full block report shows its old GS (3.x: no
+    sweep of older-GS replicas; the reports come every second here)."""
+    cluster = make_cluster(datanodes=4, config={"dfs.blockreport.intervalMsec": "1s"})
 
     def crash(dn):
         cluster.kill_node(dn)

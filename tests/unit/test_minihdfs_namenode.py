@@ -144,7 +144,7 @@ def test_finalized_replica_with_other_gs_or_length_does_not_complete(nn):
                for e in nn.events.named("nn.replica.corrupt", block=lb["block"])}
     assert corrupt == {(short, lb["gs"], "size_mismatch"),
                        (old, lb["gs"] - 1, "genstamp_mismatch")}
-    assert nn.blocks[lb["block"]].corrupt == {short, old}
+    assert nn.blocks[lb["block"]].corrupt == {short: "size_mismatch", old: "genstamp_mismatch"}
     assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
 
 
@@ -242,7 +242,7 @@ def test_rwr_replica_with_the_gs_of_a_complete_block_is_corrupt_and_kept_until_r
     received(nn, third, lb["block"], lb["gs"], 900, state="RWR")     # back from a crash
     [corrupt] = nn.events.named("nn.replica.corrupt", block=lb["block"])
     assert corrupt["dn"] == third and corrupt["reason"] == "invalid_state"
-    assert nn.blocks[lb["block"]].corrupt == {third}
+    assert nn.blocks[lb["block"]].corrupt == {third: "invalid_state"}
     nn.compute_redundancy_work()
     assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
     [spare] = set(DNS) - {first, second, third}
@@ -254,6 +254,95 @@ def test_rwr_replica_with_the_gs_of_a_complete_block_is_corrupt_and_kept_until_r
     invalidated = {(e["dn"], e["gs"]) for e in nn.events.named("nn.replica.invalidate",
                                                                block=lb["block"])}
     assert invalidated == {(third, lb["gs"])}
+
+
+def test_good_report_clears_a_genstamp_mismatch_mark_only(tmp_path, namenodes):
+    """3.x BlockManager.addStoredBlock: a replica marked corrupt for its GS
+    (GENSTAMP_MISMATCH) and reported again with the block's GS and length is no longer
+    corrupt (CorruptReplicasMap.removeFromCorruptReplicasMap(..., GENSTAMP_MISMATCH)); a
+    mark of another reason (here SIZE_MISMATCH) stays."""
+    nn = new_namenode(tmp_path / "nn", {"dfs.namenode.replication.min": 2})
+    namenodes.append(nn)
+    nn.rpc_create("/f", "c1", replication=3)
+    lb = nn.rpc_addBlock("/f", "c1")
+    first, second, third = lb["locations"]
+    last = {"block": lb["block"], "gs": lb["gs"], "len": 1000}
+    assert nn.rpc_complete("/f", "c1", last=last) is False
+    received(nn, first, lb["block"], lb["gs"] - 1, 1000)          # older GS
+    received(nn, second, lb["block"], lb["gs"], 900)              # wrong length
+    reasons = {e["dn"]: e["reason"] for e in nn.events.named("nn.replica.corrupt")}
+    assert reasons == {first: "genstamp_mismatch", second: "size_mismatch"}
+    info = nn.blocks[lb["block"]]
+    received(nn, first, lb["block"], lb["gs"], 1000)
+    received(nn, second, lb["block"], lb["gs"], 1000)
+    assert set(info.corrupt) == {second}
+    assert nn._live_replicas(info) == [first] and state_of(nn, lb["block"]) == COMMITTED
+    received(nn, third, lb["block"], lb["gs"], 1000)
+    assert state_of(nn, lb["block"]) == COMPLETE
+    assert sorted(nn._live_replicas(info)) == sorted((first, third))
+
+
+def test_replica_older_than_an_under_construction_block_is_corrupt(nn):
+    """3.x BlockManager.checkReplicaCorrupt: for a block not yet COMPLETE an RBW or RWR
+    replica of an older GS is corrupt (GENSTAMP_MISMATCH), and so is a FINALIZED one
+    while the block is UNDER_CONSTRUCTION (not UNDER_RECOVERY); markBlockAsCorrupt keeps
+    them (no live replica yet) and they are no pipeline location. A later report with
+    the block's GS clears the mark (addStoredBlockUnderConstruction -> addStoredBlock)."""
+    nn.rpc_create("/f", "c1", replication=3)
+    lb = nn.rpc_addBlock("/f", "c1")
+    first, second, third = lb["locations"]
+    [spare] = set(DNS) - set(lb["locations"])
+    old = {"block": lb["block"], "gs": lb["gs"], "len": 0}
+    new_gs = nn.rpc_updateBlockForPipeline(lb["block"], "c1")["gs"]
+    assert nn.rpc_updatePipeline("c1", old, dict(old, gs=new_gs), [second, third])
+    received(nn, first, lb["block"], lb["gs"], 100, state="RBW")
+    received(nn, spare, lb["block"], lb["gs"], 100)
+    corrupt = {(e["dn"], e["gs"], e["reason"])
+               for e in nn.events.named("nn.replica.corrupt", block=lb["block"])}
+    assert corrupt == {(first, lb["gs"], "genstamp_mismatch"),
+                       (spare, lb["gs"], "genstamp_mismatch")}
+    info = nn.blocks[lb["block"]]
+    assert info.expected == [second, third]
+    assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
+    received(nn, first, lb["block"], new_gs, 100, state="RBW")
+    assert set(info.corrupt) == {spare} and first in info.expected
+    # UNDER_RECOVERY: a FINALIZED replica of an older GS is not corrupt
+    nn.rpc_create("/g", "c1", replication=3)
+    lb2 = nn.rpc_addBlock("/g", "c1")
+    old2 = {"block": lb2["block"], "gs": lb2["gs"], "len": 0}
+    new_gs2 = nn.rpc_updateBlockForPipeline(lb2["block"], "c1")["gs"]
+    assert nn.rpc_updatePipeline("c1", old2, dict(old2, gs=new_gs2), lb2["locations"][1:])
+    assert nn.rpc_recoverLease("/g", "c2") is False
+    assert state_of(nn, lb2["block"]) == "UNDER_RECOVERY"
+    received(nn, lb2["locations"][0], lb2["block"], lb2["gs"], 100)
+    assert not nn.events.named("nn.replica.corrupt", block=lb2["block"])
+
+
+def test_stale_replica_is_found_by_a_block_report_not_by_the_redundancy_monitor(nn):
+    """3.x: the redundancy monitor (BlockManager.computeDatanodeWork) does not look for
+    replicas of an older GS; a FINALIZED replica stored before updatePipeline bumped the
+    GS stays recorded (not a location) until a block report of it (full or incremental)
+    marks it corrupt (checkReplicaCorrupt) and markBlockAsCorrupt deletes it."""
+    nn.rpc_create("/f", "c1", replication=3)
+    lb = nn.rpc_addBlock("/f", "c1")
+    first, second, third = lb["locations"]
+    received(nn, first, lb["block"], lb["gs"], 1000)             # finalized, then cut off
+    old = {"block": lb["block"], "gs": lb["gs"], "len": 1000}
+    new_gs = nn.rpc_updateBlockForPipeline(lb["block"], "c1")["gs"]
+    assert nn.rpc_updatePipeline("c1", old, dict(old, gs=new_gs), [second, third])
+    for dn in (second, third):
+        received(nn, dn, lb["block"], new_gs, 1000)
+    assert nn.rpc_complete("/f", "c1", last=dict(old, gs=new_gs)) is True
+    for _ in range(2):
+        nn.compute_redundancy_work()
+    assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
+    assert first not in nn.rpc_getBlockLocations("/f")["blocks"][0]["locations"]
+    nn.rpc_blockReport(first, [{"block": lb["block"], "gs": lb["gs"], "len": 1000,
+                                "state": "FINALIZED"}])
+    [corrupt] = nn.events.named("nn.replica.corrupt", block=lb["block"])
+    assert (corrupt["dn"], corrupt["reason"]) == (first, "genstamp_mismatch")
+    [gone] = nn.events.named("nn.replica.invalidate", block=lb["block"])
+    assert (gone["dn"], gone["gs"]) == (first, lb["gs"])
 
 
 def _closed_block(nn: NameNode, path: str, length: int = 1000) -> dict:
@@ -280,7 +369,7 @@ def test_corrupt_replica_without_a_spare_node_is_kept_and_never_copied_onto(tmp_
     for _ in range(3):
         nn.compute_redundancy_work()
     info = nn.blocks[lb["block"]]
-    assert info.corrupt == {"dn2"} and "dn2" in info.replicas
+    assert info.corrupt == {"dn2": "checksum"} and "dn2" in info.replicas
     assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
     assert not nn.events.named("nn.replication.schedule", block=lb["block"])
     assert _invalidations(nn, "dn2") == []
@@ -309,7 +398,7 @@ def test_corrupt_replica_is_deleted_once_a_copy_on_a_spare_node_is_in(nn):
     assert [b["block"] for c in _invalidations(nn, bad) for b in c["blocks"]] == [lb["block"]]
     nn.rpc_blockReceivedAndDeleted(bad, [{"kind": "deleted", "block": lb["block"]}])
     info = nn.blocks[lb["block"]]
-    assert info.corrupt == set() and sorted(nn._live_replicas(info)) == sorted(
+    assert info.corrupt == {} and sorted(nn._live_replicas(info)) == sorted(
         set(lb["locations"]) - {bad} | {spare})
 
 
@@ -323,6 +412,20 @@ def test_corrupt_replica_of_a_block_with_enough_live_replicas_is_deleted_at_once
     nn.rpc_reportBadBlocks([{"block": lb["block"], "dn": bad}])
     [gone] = nn.events.named("nn.replica.invalidate", block=lb["block"])
     assert gone["dn"] == bad
+
+
+def test_full_report_without_a_corrupt_replica_drops_its_mark(nn):
+    """3.x BlockManager.removeStoredBlock (a replica missing from a full block report)
+    also removes the node's corrupt mark: a good replica it receives later counts."""
+    lb = _closed_block(nn, "/f")
+    bad = lb["locations"][0]
+    nn.rpc_reportBadBlocks([{"block": lb["block"], "dn": bad}])
+    info = nn.blocks[lb["block"]]
+    assert bad in info.corrupt and bad in info.replicas         # kept: 2 live of 3
+    nn.rpc_blockReport(bad, [])                                  # the replica is gone
+    assert bad not in info.replicas and bad not in info.corrupt
+    received(nn, bad, lb["block"], lb["gs"], lb["len"])          # copied back
+    assert sorted(nn._live_replicas(info)) == lb["locations"]
 
 
 def _invalidations(nn: NameNode, dn: str) -> list[dict]:

@@ -156,12 +156,13 @@ def test_no_replication_or_deletion_is_decided_in_safe_mode(tmp_path, namenodes)
     assert not nn.events.named("nn.replication.schedule")
     assert not nn.events.named("nn.replica.invalidate")
     assert all(not d.invalidate and not d.commands for d in nn.datanodes.values())
-    # dn2 reports both: safe mode ends, the redundancy monitor does its work
+    # dn2 reports both: safe mode ends, the redundancy monitor does its work, and dn1's
+    # next report of its stale copy has it deleted (3.x: a report finds a stale replica)
     report(nn, "dn2", b1, b2)
     assert not nn.in_safe_mode()
-    assert wait_until(lambda: nn.events.named("nn.replica.invalidate", dn="dn1",
-                                              block=b2["block"]))
     assert wait_until(lambda: nn.events.named("nn.replication.schedule", block=b1["block"]))
+    report(nn, "dn1", b1, dict(b2, gs=b2["gs"] - 1), {"block": 99, "gs": 5, "len": 7})
+    assert nn.events.named("nn.replica.invalidate", dn="dn1", block=b2["block"])
 
 
 def test_one_complete_block_never_enters_safe_mode(tmp_path, namenodes):
