@@ -58,10 +58,10 @@ def test_missing_members_names_a_renamed_method(release, monkeypatch):
     """The whole-table check a caller can run reports a method that is not there."""
     cp = _classpath(release)
     assert agent.missing_members(release, cp) == []
-    renamed = dataclasses.replace(agent.TABLE_3_4[0], signature=agent.TABLE_3_4[0].signature
+    table = agent.table_for(release)
+    renamed = dataclasses.replace(table[0], signature=table[0].signature
                                   .replace("recoverLeaseInternal", "recoverLeaseInternal2"))
-    monkeypatch.setitem(agent.TABLES, release.rsplit(".", 1)[0],
-                        [renamed, *agent.TABLE_3_4[1:]])
+    monkeypatch.setitem(agent.TABLES, release.rsplit(".", 1)[0], [renamed, *table[1:]])
     missing = agent.missing_members(release, cp)
     assert len(missing) == 1 and "recoverLeaseInternal2" in missing[0]
 
@@ -107,10 +107,22 @@ def test_script_has_one_rule_per_row():
 
 
 def test_script_rule_names_are_unique():
-    names = [r.name for r in agent.TABLE_3_4]
-    assert len(names) == len(set(names))
-    for r in agent.TABLE_3_4:
-        assert "\t" not in r.name and r.role in ("namenode", "datanode", "client")
+    for table in agent.TABLES.values():
+        names = [r.name for r in table]
+        assert len(names) == len(set(names))
+        for r in table:
+            assert "\t" not in r.name and r.role in ("namenode", "datanode", "client")
+
+
+def test_overloaded_method_is_named_with_its_parameters():
+    """createRbw has two overloads in 3.4 (the old one delegates to the new one, which
+    BlockReceiver calls): the rule is placed at one only, or each write is logged twice."""
+    text = agent.script("3.4.2")
+    block = text.split("RULE hdfs-chaos replica_created\n", 1)[1].split("ENDRULE", 1)[0]
+    assert ("METHOD createRbw(org.apache.hadoop.fs.StorageType, java.lang.String, "
+            "org.apache.hadoop.hdfs.protocol.ExtendedBlock, boolean, long)\n") in block
+    block = agent.script("3.3.6").split("RULE hdfs-chaos replica_created\n", 1)[1]
+    assert "ExtendedBlock, boolean)\nAT EXIT" in block
 
 
 # -- the agent's lines -> events -------------------------------------------------------
@@ -277,3 +289,50 @@ def test_adapter_drops_the_events_the_agent_replaces(tmp_path):
                drop=agent.REPLACES["namenode"]).stop()
     assert [json.loads(x)["event"] for x in kept.read_text().splitlines()] == ["nn.lease.recover"]
     assert dropped.read_text() == ""
+
+
+# -- P3, B6: replica states on the DataNode; P7: a failed setup ------------------------
+
+@pytest.mark.parametrize("rule,state,reason", [
+    ("replica_created", "RBW", "create"), ("replica_recover_rbw", "RBW", "recover_rbw"),
+    ("replica_append", "RBW", "append"), ("replica_recover_append", "RBW", "recover_append"),
+    ("replica_recover_close", "FINALIZED", "recover_close"),
+    ("replica_transfer_rbw", "RBW", "transfer")])
+def test_replica_state_lines(rule, state, reason):
+    ev, = agent.AgentMapper("datanode", "3.4.2").feed(
+        f"{rule}\t{T}\t7\tDataXceiver for client\t1073741826\t1003\t65536\t{state}\t{reason}")
+    assert {k: ev[k] for k in ("event", "block", "gs", "len", "state", "reason", "source")} == {
+        "event": "dn.replica.state", "block": 1073741826, "gs": 1003, "len": 65536,
+        "state": state, "reason": reason, "source": "hadoop-agent"}
+
+
+def test_setup_failed_line_blames_the_bad_index():
+    ev, = agent.AgentMapper("client", "3.4.2", HOSTS).feed(
+        f"setup_failed\t{T}\t7\tDataStreamer for file /f\t/f\t"
+        f"BP-1-127.0.0.1-1:blk_1073741825_1001\t[{_dn(9861)}, {_dn(9862)}, {_dn(9863)}]\t1")
+    assert {k: ev[k] for k in ("event", "path", "block", "gs", "stage", "pipeline",
+                               "error_index", "bad_node")} == {
+        "event": "client.pipeline.error", "path": "/f", "block": 1073741825, "gs": 1001,
+        "stage": "PIPELINE_SETUP_CREATE", "pipeline": ["dn1", "dn2", "dn3"],
+        "error_index": 1, "bad_node": "dn2"}
+
+
+def test_setup_ack_forwards_the_first_bad_link():
+    m = agent.AgentMapper("datanode", "3.4.2", HOSTS)
+    ev, = m.feed(f"setup_ack\t{T}\t7\tDataXceiver\t1073741825\t1001\tPIPELINE_SETUP_CREATE\t"
+                 f"DFSClient_A\t[127.0.0.1:9862, 127.0.0.1:9863]\tERROR\t127.0.0.1:9863")
+    assert {k: ev[k] for k in ("event", "block", "gs", "stage", "upstream", "downstream",
+                               "status", "first_bad_link")} == {
+        "event": "dn.pipeline.setup", "block": 1073741825, "gs": 1001,
+        "stage": "PIPELINE_SETUP_CREATE", "upstream": "DFSClient_A", "downstream": "dn2",
+        "status": "ERROR", "first_bad_link": "dn3"}
+    ok, = m.feed(f"setup_ack\t{T}\t7\tDataXceiver\t1073741825\t1001\tPIPELINE_SETUP_CREATE\t"
+                 f"DFSClient_A\t[]\tSUCCESS\t")
+    assert (ok["status"], ok["first_bad_link"], ok["downstream"]) == ("SUCCESS", None, None)
+
+
+def test_setup_mirror_failed_names_the_mirror():
+    ev, = agent.AgentMapper("datanode", "3.4.2", HOSTS).feed(
+        f"setup_mirror_failed\t{T}\t7\tDataXceiver\t1073741825\t1001\tPIPELINE_SETUP_CREATE\t"
+        f"DFSClient_A\t[127.0.0.1:9862, 127.0.0.1:9863]\tERROR\tmirror")
+    assert (ev["status"], ev["first_bad_link"], ev["downstream"]) == ("ERROR", "dn2", "dn2")

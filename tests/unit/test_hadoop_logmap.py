@@ -761,3 +761,27 @@ def test_a_pipeline_rebuilt_while_closing_is_announced_by_closing_old_block():
                         "] storageTypes [DISK, DISK] storageIDs [DS-1, DS-3]"),
               _streamer("38:57,000", 1001, "DEBUG", f"Closing old block {BP}:blk_1073741825_1001")]
     assert [e["event"] for e in map_lines(normal, "client", hosts=HOSTS)] == ["client.pipeline.setup"]
+
+
+def _ack(ts: str, seqno: int) -> str:
+    return (f"2026-11-24 09:{ts} DEBUG [ResponseProcessor for block {BP}:blk_1073741825_1001] "
+            f"DataStreamer/DataStreamer$ResponseProcessor: DFSClient seqno: {seqno} reply: "
+            "SUCCESS reply: SUCCESS reply: SUCCESS downstreamAckTimeNanos: 1 flag: 0 flag: 0 "
+            "flag: 0")
+
+
+def test_pipeline_error_carries_the_bytes_acked_before_it():
+    """P3 needs what was acked by all when the pipeline failed: the last SUCCESS ack of the
+    block (its packet's lastByteOffsetInBlock) before the Error Recovery line."""
+    sent = [_streamer(f"37:5{i},000", 1001, "DEBUG",
+                      f"blk_1073741825_1001 sending packet seqno: {i} offsetInBlock: {i * 65536} "
+                      f"lastPacketInBlock: false lastByteOffsetInBlock: {(i + 1) * 65536}")
+            for i in range(3)]
+    lines = sent + [_ack("37:51,500", 0), _ack("37:51,600", 1)] + _rebuilt(10030, 10040)
+    evs = map_lines(lines, "client", hosts=HOSTS4)
+    err, = [e for e in evs if e["event"] == "client.pipeline.error"]
+    assert err["acked"] == 2 * 65536      # seqno 2 was sent, never acked
+    # no ack logged for the block: unknown, not 0
+    err, = [e for e in map_lines(_rebuilt(10030, 10040), "client", hosts=HOSTS4)
+            if e["event"] == "client.pipeline.error"]
+    assert err["acked"] is None

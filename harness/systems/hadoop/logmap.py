@@ -108,6 +108,12 @@ AGENT_OBSERVES: dict[str, str] = {
     "L2": "recover_lease_entry / _exit / _error: nn.lease.recover with requester and force",
     "B6": "replica_loaded: dn.replica.state of each rbw replica loaded at DataNode start",
     "H1": "block_complete: nn.block.state COMPLETE",
+    "P3": "replica_created / _recover_rbw / _append / _recover_append / _recover_close / "
+          "_transfer_rbw: dn.replica.state of each replica at its new GS (with the acked "
+          "bytes of client.pipeline.error from the client's ack lines, and dn.transfer from "
+          "the DataNode's DataTransfer line)",
+    "P7": "setup_failed: client.pipeline.error of a new block's failed setup and the node it "
+          "excludes; setup_ack / setup_mirror_failed: dn.pipeline.setup with the first bad link",
 }
 
 
@@ -222,6 +228,7 @@ class LogMapper:
         self.announced: set[tuple[int, int]] = set()     # client: (block, gs) setups logged
         self.stage: dict[int, str] = {}                  # client: block -> last stage seen
         self.setup_failed: set[int] = set()              # client: new blocks that failed setup
+        self.last_acked: dict[int, int] = {}             # client: block -> bytes acked by all
         self.packet_end: dict[tuple[int, int], int] = {}  # client: (block, seqno) -> last byte
         self.bad_node: dict[int, str] = {}               # client: block -> node it blamed
         self.replace_failed: set[tuple[int, int]] = set()
@@ -856,8 +863,12 @@ def _cl_error_recovery(mp: LogMapper, m: re.Match, ln: LogLine):
                                        pipeline=pipeline)
     mp.bad_node[block] = bad
     mp.last_error_block = (block, gs)
+    # acked: the bytes of the block its last SUCCESS ack covered (DataStreamer DEBUG),
+    # as the ResponseProcessor had counted them when the pipeline failed; None if no ack
+    # of the block was logged
     return [_ev("client.pipeline.error", path=path, block=block, gs=gs, stage=stage,
-                pipeline=pipeline, error_index=index, bad_node=bad, acked=None)]
+                pipeline=pipeline, error_index=index, bad_node=bad,
+                acked=mp.last_acked.get(block))]
 
 
 def _dn_transfer_ordered(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -892,7 +903,7 @@ def _cl_restarting(mp: LogMapper, m: re.Match, ln: LogLine):
     return [_ev("client.pipeline.restart_wait", path=path, block=block, dn=dn),
             _ev("client.pipeline.error", path=path, block=block, gs=gs,
                 stage=mp.stage.get(block), pipeline=mp.block_pipeline.get(block),
-                error_index=-1, bad_node=None, acked=None,
+                error_index=-1, bad_node=None, acked=mp.last_acked.get(block),
                 reason=f"A datanode is restarting: {dn}", restarting=dn)]
 
 
@@ -935,6 +946,7 @@ def _cl_ack(mp: LogMapper, m: re.Match, ln: LogLine):
     acked = mp.packet_end.pop((b[0], seqno), None)
     if acked is None:
         return []   # a heartbeat (seqno -1) or a packet sent before the log was read
+    mp.last_acked[b[0]] = acked
     return [_ev("client.ack", path=mp.block_path.get(b[0]), block=b[0], seqno=seqno,
                 acked=acked)]
 
