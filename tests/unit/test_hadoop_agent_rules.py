@@ -211,21 +211,22 @@ def test_replace_added():
         f"[{_dn(9861)}, {_dn(9862)}]\tfalse\ttrue\ttrue",
         # the streamer renamed its thread in between: the call is joined on its id
         f"replace_done\t{T}\t7\tDataStreamer for file /f blk_2\t/f\tBP-1:blk_1073741825_1002\t"
-        f"[{_dn(9861)}, {_dn(9862)}, {_dn(9863)}]"])
+        f"[{_dn(9861)}, {_dn(9862)}, {_dn(9863)}]\tDATA_STREAMING"])
     assert {k: ev[k] for k in ("event", "path", "block", "gs", "policy", "replication",
                                "remaining", "hflushed", "decision", "new_node", "pipeline",
-                               "best_effort")} == {
+                               "best_effort", "stage")} == {
         "event": "client.pipeline.replace", "path": "/f", "block": 1073741825, "gs": 1002,
         "policy": "DEFAULT", "replication": 3, "remaining": 2, "hflushed": True,
         "decision": "added", "new_node": "dn3", "pipeline": ["dn1", "dn2", "dn3"],
-        "best_effort": False}
+        "best_effort": False, "stage": "DATA_STREAMING"}
 
 
 def test_replace_not_needed_and_appended_counts_as_hflushed():
     ev, = _replace([
         f"replace_policy\t{T}\t7\tt\tDEFAULT\tfalse\t3\t[{_dn(9861)}, {_dn(9862)}]\ttrue\t"
         f"false\tfalse",
-        f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}, {_dn(9862)}]"])
+        f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}, {_dn(9862)}]\t"
+        "DATA_STREAMING"])
     assert (ev["decision"], ev["new_node"], ev["hflushed"], ev["append"]) == \
         ("not_needed", None, True, True)
 
@@ -234,18 +235,18 @@ def test_replace_failed_best_effort_and_failed():
     head = (f"replace_policy\t{T}\t7\tt\tALWAYS\ttrue\t3\t[{_dn(9861)}]\tfalse\tfalse\t"
             f"true")
     ev, = _replace([head, f"replace_add_failed\t{T}\t7\tt\tIOException",
-                    f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]"])
+                    f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]\tPIPELINE_CLOSE"])
     assert (ev["decision"], ev["error"], ev["best_effort"]) == \
         ("failed_best_effort", "IOException", True)
     ev, = _replace([head, f"replace_add_failed\t{T}\t7\tt\tIOException",
-                    f"replace_failed\t{T}\t7\tt\t/f\tBP-1:blk_5_6\tIOException"])
+                    f"replace_failed\t{T}\t7\tt\t/f\tBP-1:blk_5_6\tIOException\tDATA_STREAMING"])
     assert (ev["decision"], ev["pipeline"]) == ("failed", None)
 
 
 def test_replace_needed_but_nothing_to_copy_adds_no_node():
     ev, = _replace([
         f"replace_policy\t{T}\t7\tt\tALWAYS\tfalse\t3\t[{_dn(9861)}]\tfalse\tfalse\ttrue",
-        f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]"])
+        f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]\tPIPELINE_CLOSE"])
     assert (ev["policy_says"], ev["decision"], ev["new_node"]) == (True, "not_needed", None)
 
 

@@ -207,7 +207,7 @@ TABLE_3_4: list[AgentRule] = [
     AgentRule("replace_done", "client", DS, "handleDatanodeReplacement",
               "void handleDatanodeReplacement()", "AT EXIT", "client.pipeline.replace",
               _f(path="$0.src", block="$0.getBlock()",
-                 pipeline="java.util.Arrays.toString($0.nodes)"),
+                 pipeline="java.util.Arrays.toString($0.nodes)", stage="$0.stage"),
               part="exit",
               uses=((DS, "java.lang.String src;"),
                     (DS, "org.apache.hadoop.hdfs.protocol.DatanodeInfo[] nodes;"),
@@ -215,7 +215,8 @@ TABLE_3_4: list[AgentRule] = [
     AgentRule("replace_failed", "client", DS, "handleDatanodeReplacement",
               "void handleDatanodeReplacement()", "AT EXCEPTION EXIT",
               "client.pipeline.replace",
-              _f(path="$0.src", block="$0.getBlock()", error="$^.getClass().getSimpleName()"),
+              _f(path="$0.src", block="$0.getBlock()", error="$^.getClass().getSimpleName()",
+                 stage="$0.stage"),
               part="exit"),
 ]
 
@@ -569,6 +570,7 @@ def _replace(entry: dict, done: dict) -> dict:
             # .satisfy's isAppend || isHflushed), which check P2's formula reads here
             "hflushed": bool(_bool(entry["hflushed"]) or append), "append": append,
             "best_effort": _bool(entry["best_effort"]), "policy_says": need,
+            "stage": _null(done.get("stage", "")),
             "decision": decision, "new_node": new[0] if decision == "added" else None,
             "pipeline": pipeline,
             "error": _null(done.get("error", "") or entry.get("note_error", ""))}
