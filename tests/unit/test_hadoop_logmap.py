@@ -402,7 +402,8 @@ def test_banners_start_and_stop():
     # the NameNode starts when its namespace (and the open files' leases) is loaded
     assert evs[0]["ts"] == parse_line(loaded).ts
     dn = [line.replace("NameNode", "DataNode") for line in run if line != loaded]
-    assert one(dn, "datanode") == [dict(event="dn.start", replicas=None), dict(event="dn.stop")]
+    assert one(dn, "datanode") == [dict(event="dn.start", replicas=None),
+                                   dict(event="dn.stop", restart=False)]
 
 
 def test_namenode_starts_when_its_image_starts_loading():
@@ -785,3 +786,18 @@ def test_pipeline_error_carries_the_bytes_acked_before_it():
     err, = [e for e in map_lines(_rebuilt(10030, 10040), "client", hosts=HOSTS4)
             if e["event"] == "client.pipeline.error"]
     assert err["acked"] is None
+
+
+def test_a_shutdown_for_restart_is_a_dn_stop_with_restart():
+    """`dfsadmin -shutdownDatanode <ipc> upgrade` (the harness's graceful restart, real
+    3.4.2 lines): the RBW replicas are saved, dn.stop says so (B6 then accepts them back
+    as RBW); a stop without the command (SIGTERM) is no restart."""
+    cmd = ("2026-11-26 12:59:10,695 INFO [IPC Server handler 0 on default port 23514] "
+           "DataNode/DataNode: shutdownDatanode command received (upgrade=true). Shutting "
+           "down Datanode...")
+    down = ["2026-11-26 12:59:10,849 INFO [shutdown-hook-0] DataNode/StringUtils$1: "
+            "SHUTDOWN_MSG: ", "SHUTDOWN_MSG: Shutting down DataNode at vm/127.0.0.1"]
+    assert one([cmd, *down, *down], "datanode") == [dict(event="dn.stop", restart=True),
+                                                    dict(event="dn.stop", restart=False)]
+    assert one([cmd.replace("upgrade=true", "upgrade=false"), *down], "datanode") == [
+        dict(event="dn.stop", restart=False)]

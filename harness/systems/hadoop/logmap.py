@@ -241,6 +241,7 @@ class LogMapper:
         self.pending_nn_start = False          # NN: started, namespace not loaded yet
         self.ordered_transfers: set[tuple[int, int]] = set()   # DN: DNA_TRANSFER blocks
         self.formatting = False
+        self.stopping_for_restart = False   # datanode: shutdownDatanode(upgrade=true) seen
         self.safemode = False                  # NN: in startup safe mode (BlockManagerSafeMode)
         self.safemode_leaving = False          # NN: `Safe mode is OFF` seen, its secs line next
         self.pending_safemode: dict | None = None   # NN: enter / extension, its tip lines next
@@ -651,7 +652,18 @@ def _shutdown(mp: LogMapper, m: re.Match, ln: LogLine):
     if mp.formatting:       # the end of `NameNode -format`, not of a daemon
         mp.formatting = False
         return []
-    return [_ev("nn.stop" if mp.role == "namenode" else "dn.stop")]
+    if mp.role == "datanode":
+        # a shutdown for restart saved the RBW replicas (B6 lets them load back as RBW)
+        restart, mp.stopping_for_restart = mp.stopping_for_restart, False
+        return [_ev("dn.stop", restart=restart)]
+    return [_ev("nn.stop")]
+
+
+def _dn_shutdown_command(mp: LogMapper, m: re.Match, ln: LogLine):
+    # DataNode.shutdownDatanode: `dfsadmin -shutdownDatanode <ipc> upgrade`, the harness's
+    # graceful restart; its SHUTDOWN_MSG follows
+    mp.stopping_for_restart = m.group(1) == "true"
+    return []
 
 
 # -- NameNode startup safe mode (BlockManagerSafeMode) -------------------------------------
@@ -1168,6 +1180,8 @@ TABLE_3_4: list[Rule] = [
     _r("startup_args_dn", "datanode", r"^STARTUP_MSG:\s+args = \[(.*)\]", _startup_args,
        bare=True),
     _r("shutdown_dn", "datanode", r"^SHUTDOWN_MSG: Shutting down DataNode", _shutdown, bare=True),
+    _r("shutdown_command", "datanode",
+       r"^shutdownDatanode command received \(upgrade=(\w+)\)", _dn_shutdown_command),
     # DataNode
     _r("init_replica_header", "datanode",
        r"^initReplicaRecovery: blk_(-?\d+)_(\d+), recoveryId=(\d+), replica=", _dn_init_header),
