@@ -170,6 +170,24 @@ def test_recover_lease_refused_and_closed():
     assert m.feed(f"recover_lease_exit\t{T}\t1\th1\ttrue")[0]["result"] == "closed"
 
 
+def test_soft_limit_takeover_is_recovering_though_the_call_is_refused():
+    """An append after the soft limit: recoverLeaseInternal releases the lease
+    (internalReleaseLease false: a block recovery started) and then throws
+    RecoveryInProgressException; the recovery is `recovering`, as on the mini-HDFS."""
+    m = agent.AgentMapper("namenode", "3.4.2")
+    m.feed(f"recover_lease_entry\t{T}\t1\th1\tAPPEND_FILE\t/f\tDFSClient_B\tfalse\tDFSClient_A")
+    # the NameNode's own monitor on another thread: no entry, no effect
+    assert m.feed(f"recover_lease_released\t{T}\t9\tLeaseMonitor\ttrue") == []
+    assert m.feed(f"recover_lease_released\t{T}\t1\th1\tfalse") == []
+    ev, = m.feed(f"recover_lease_error\t{T}\t1\th1\tRecoveryInProgressException")
+    assert (ev["result"], ev["error"], ev["force"], ev["requester"]) == \
+        ("recovering", None, False, "DFSClient_B")
+    # within the soft limit nothing is released: the refusal is the result
+    m.feed(f"recover_lease_entry\t{T}\t1\th1\tAPPEND_FILE\t/f\tDFSClient_B\tfalse\tDFSClient_A")
+    ev, = m.feed(f"recover_lease_error\t{T}\t1\th1\tRecoveryInProgressException")
+    assert (ev["result"], ev["error"]) == ("error", "RecoveryInProgressException")
+
+
 @pytest.mark.parametrize("caller", ["complete", "lease_recovery", "block_recovery", ""])
 def test_file_close_line(caller):
     ev, = agent.AgentMapper("namenode", "3.4.2").feed(

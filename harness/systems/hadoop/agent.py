@@ -128,6 +128,14 @@ TABLE_3_4: list[AgentRule] = [
                      f"{_NN}FileUnderConstructionFeature getFileUnderConstructionFeature()"),
                     (_NN + "FileUnderConstructionFeature", "java.lang.String getClientName()"),
                     (FSN + "$RecoverLeaseOp", "RECOVER_LEASE;"))),
+    # a soft-limit takeover by create/append released the lease (internalReleaseLease
+    # returned: true = closed, false = a block recovery started) and then throws
+    # RecoveryInProgress when it did not close: the recovery's result is what
+    # internalReleaseLease said, as the mini-HDFS logs it (the refusal is the RPC's own)
+    AgentRule("recover_lease_released", "namenode", FSN, "internalReleaseLease",
+              f"boolean internalReleaseLease({_NN}LeaseManager$Lease, java.lang.String, "
+              f"{_NN}INodesInPath, java.lang.String)", "AT EXIT", "nn.lease.recover",
+              _f(released="$!"), part="note"),
     # its answer: true = the file is closed, false = a block recovery runs on
     AgentRule("recover_lease_exit", "namenode", FSN, "recoverLeaseInternal", _RLI_SIG,
               "AT EXIT", "nn.lease.recover", _f(closed="$!"), part="exit"),
@@ -522,6 +530,9 @@ class AgentMapper:
 def _lease_recover(entry: dict, done: dict) -> dict:
     error = _null(done.get("error", ""))
     closed = _bool(done.get("closed", ""))
+    released = _bool(entry.get("note_released", ""))
+    if released is not None:    # the lease was released before any refusal
+        error, closed = None, released
     result = "error" if error else ("closed" if closed else "recovering")
     return {"path": entry["path"], "holder": _null(entry["holder"]),
             "requester": _null(entry["requester"]), "force": _bool(entry["force"]),
