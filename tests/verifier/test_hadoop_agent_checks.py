@@ -121,6 +121,20 @@ def setup(run_id: str, bad: bool = False) -> b.Run:
 STORIES = {"repl": repl, "lease": lease, "restart": restart, "setup": setup}
 
 
+def closing_commit(run_id: str, gap: float) -> b.Run:
+    """H1 and a closing commitBlockSynchronization (a real 3.4.2 run of
+    recover-lease-fencing): the NameNode completes the block inside the call (agent:
+    block_complete) and logs the commit's success line when the call returns, 3 ms later;
+    no replica of the recovery's GS was reported yet. `gap`: how long after the COMPLETE
+    the commit is logged."""
+    r = b.lease_recovery(run_id)
+    r.drop("nn.replica.reported")
+    commit = next(json.loads(l) for l in r.lines["nn"] if '"nn.recovery.commit"' in l)
+    r.edit("nn.block.state", {"state": "COMPLETE"}, ts=round(commit["ts"] - gap, 6),
+           source=AGENT)
+    return r
+
+
 @pytest.fixture(scope="module")
 def verdicts(spark, tmp_path_factory):
     from harness.reconcile.api import verify_loaded
@@ -131,6 +145,8 @@ def verdicts(spark, tmp_path_factory):
         dirs.append(hadoop_dir(story(f"{name}-agent"), root, True))
         dirs.append(hadoop_dir(story(f"{name}-bad", bad=True), root, True))
         dirs.append(hadoop_dir(story(f"{name}-noagent"), root, False))
+    dirs.append(hadoop_dir(closing_commit("commit-returned", 0.0034), root, True))
+    dirs.append(hadoop_dir(closing_commit("commit-later", 1.0), root, True))
     # a folder logged before harness.run.start said: the scenario's cluster block
     dirs.append(hadoop_dir(repl("repl-yaml"), root, True, in_yaml=True))
     runs = load_runs(dirs, spark)
@@ -193,3 +209,13 @@ def test_run_info_reads_the_agent(tmp_path):
     assert run_info(str(d), {"cluster": {"hadoop_agent": True}}) == ("hadoop", "3.3.6", True)
     assert run_info(str(d)) == ("hadoop", "3.3.6", False)
     assert run_info(str(tmp_path / "none")) == ("minihdfs", None, False)
+
+
+@pytest.mark.spark
+def test_complete_inside_a_closing_commit_is_not_judged(verdicts):
+    """The commit's line follows its COMPLETE by 3 ms: the block was completed by that
+    commit (forcibly, as Hadoop does), not on its replicas; a COMPLETE a second before
+    any commit, with no replica reported, is a violation."""
+    assert _checks(verdicts["commit-returned"])["H1"]["status"] == "pass"
+    h1 = _checks(verdicts["commit-later"])["H1"]
+    assert h1["status"] == "fail" and "0 FINALIZED replica" in h1["evidence"][0]["why"]
