@@ -355,3 +355,17 @@ def test_setup_mirror_failed_names_the_mirror():
         f"setup_mirror_failed\t{T}\t7\tDataXceiver\t1073741825\t1001\tPIPELINE_SETUP_CREATE\t"
         f"DFSClient_A\t[127.0.0.1:9862, 127.0.0.1:9863]\tERROR\tmirror")
     assert (ev["status"], ev["first_bad_link"], ev["downstream"]) == ("ERROR", "dn2", "dn2")
+
+
+def test_replica_reported_has_the_reported_length():
+    """H1 counts FINALIZED replicas of the COMPLETE block's GS and length: 3.3's
+    addStoredBlock line prints the NameNode's length (524288 after an fsync while the
+    DataNode reported 1048576, a 3.3.6 run of replace-default-after-hflush); the agent
+    reads the reported block."""
+    ev, = agent.AgentMapper("namenode", "3.3.6", HOSTS).feed(
+        f"replica_reported\t{T}\t7\tBlock report processor\t127.0.0.1:9862\t1073741825\t"
+        f"1002\t1048576")
+    assert {k: ev[k] for k in ("event", "dn", "block", "gs", "len", "state")} == {
+        "event": "nn.replica.reported", "dn": "dn2", "block": 1073741825, "gs": 1002,
+        "len": 1048576, "state": "FINALIZED"}
+    assert "nn.replica.reported" in agent.REPLACES["namenode"]

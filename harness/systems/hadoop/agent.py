@@ -45,11 +45,12 @@ RDF = "org.apache.hadoop.hdfs.protocol.datatransfer.ReplaceDatanodeOnFailure"
 # contract events an agent rule provides in place of the log adapter's (logmap), by role:
 # the log's recoverLease line names no requester; the log's client.pipeline.replace are
 # inferred `added` only (a new node in a rebuilt pipeline), without the policy's inputs;
-# its nn.file.close has no length. An entry is an event name, or (event, field, value)
+# its nn.file.close has no length; its addStoredBlock line gives, before 3.4, the
+# NameNode's block length, not the reported replica's. An entry is an event name, or (event, field, value)
 # for the events of that name with that field's value only: a failed setup of a new
 # block's pipeline is the agent's client.pipeline.error (rule setup_failed).
 REPLACES: dict[str, frozenset] = {
-    "namenode": frozenset({"nn.lease.recover", "nn.file.close"}),
+    "namenode": frozenset({"nn.lease.recover", "nn.file.close", "nn.replica.reported"}),
     "datanode": frozenset(),
     "client": frozenset({"client.pipeline.replace",
                          ("client.pipeline.error", "stage", "PIPELINE_SETUP_CREATE")}),
@@ -159,6 +160,21 @@ TABLE_3_4: list[AgentRule] = [
                     (BM, f"void forceCompleteBlock({_BMP}BlockInfo)"),
                     (_BMP + "BlockCollection", "java.lang.String getName()"),
                     ("org.apache.hadoop.hdfs.protocol.Block", "long getNumBytes()"))),
+    # H1's other input: a FINALIZED replica reported to the NameNode (BlockManager.
+    # addStoredBlock: a RECEIVED_BLOCK, a full report's finalized replica, the last
+    # report of a COMMITTED block, which may complete it inside the call: hence at entry),
+    # with the reported block's GS and length; 3.3's and 3.2's log line prints the
+    # NameNode's stored length instead (3.4 prints the reported one)
+    AgentRule("replica_reported", "namenode", BM, "addStoredBlock",
+              f"org.apache.hadoop.hdfs.protocol.Block addStoredBlock({_BMP}BlockInfo, "
+              f"org.apache.hadoop.hdfs.protocol.Block, {_BMP}DatanodeStorageInfo, "
+              f"{_BMP}DatanodeDescriptor, boolean)", "AT ENTRY", "nn.replica.reported",
+              _f(dn="$3.getDatanodeDescriptor().getXferAddr()", block="$2.getBlockId()",
+                 gs="$2.getGenerationStamp()", len="$2.getNumBytes()"),
+              uses=((_BMP + "DatanodeStorageInfo", f"{_BMP}DatanodeDescriptor getDatanodeDescriptor()"),
+                    ("org.apache.hadoop.hdfs.protocol.DatanodeID", "java.lang.String getXferAddr()"),
+                    ("org.apache.hadoop.hdfs.protocol.Block", "long getBlockId()"),
+                    ("org.apache.hadoop.hdfs.protocol.Block", "long getGenerationStamp()"))),
     # A file closes: FSNamesystem.finalizeINodeFileUnderConstruction, called by
     # completeFile (FSDirWriteFileOp.completeFileInternal), by internalReleaseLease (all
     # blocks complete, or an empty last block removed) and by a closing
@@ -591,6 +607,11 @@ def _file_close(v: dict, _done: dict) -> dict:
     return {"path": v["path"], "len": _int(v["len"]), "reason": _null(v["reason"])}
 
 
+def _replica_reported(v: dict, done: dict) -> dict:
+    return {"dn": done["_names"].node_of(v["dn"]), "block": _int(v["block"]),
+            "gs": _int(v["gs"]), "len": _int(v["len"]), "state": "FINALIZED"}
+
+
 def _replica_state(v: dict, _done: dict) -> dict:
     return {"block": _int(v["block"]), "gs": _int(v["gs"]), "len": _int(v["len"]),
             "state": v["state"], "reason": _null(v["reason"])}
@@ -627,6 +648,6 @@ def _pipeline_setup(v: dict, done: dict) -> dict:
 _EVENTS = {"nn.file.close": _file_close, "client.pipeline.replace": _replace,
            "nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
            "dn.replica.state": _replica_state, "client.pipeline.error": _setup_failed,
-           "dn.pipeline.setup": _pipeline_setup}
+           "dn.pipeline.setup": _pipeline_setup, "nn.replica.reported": _replica_reported}
 # rules whose event another rule of the same name makes differently
 _BY_RULE = {"replica_loaded": _replica_loaded}
