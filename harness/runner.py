@@ -127,7 +127,8 @@ class Run:
         # line may override the scenario's cluster.system)
         self.log.emit("harness.run.start", scenario=sc.name, seed=self.seed,
                       backend=self.backend_name, run_id=self.run_id,
-                      system=self.system.name, system_version=self.system.version)
+                      system=self.system.name, system_version=self.system.version,
+                      **self.system.run_fields(sc))
         status = "error"
         previous = _install_signal_handlers()
         ports.claim_run_ports()   # this process's own slice of ports, beside other harnesses

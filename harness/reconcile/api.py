@@ -18,7 +18,7 @@ from .checks import CHECK_IDS, prepare_bulk, run_checks
 from .expect import evaluate_expect, exercised, gather_facts
 from .load import RunSet, event_bytes, load_runs
 from .metrics import compute_metrics
-from .observable import apply_skips, run_system
+from .observable import apply_skips, run_info
 from .session import (SMALL_INPUT_BYTES, get_spark, is_local, session_conf, small_queries,
                       spark_log_path)
 
@@ -57,8 +57,8 @@ def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[dict]:
     verdicts = []
     for rid in sorted(runs.runs):
         info = runs.runs[rid]
-        system, release = run_system(info.run_dir, info.scenario)
-        checks = apply_skips(results[rid], system, release)
+        system, release, agent = run_info(info.run_dir, info.scenario)
+        checks = apply_skips(results[rid], system, release, agent)
         m = metrics.get(rid) or {}
         passed, items = evaluate_expect(info.expect, checks, m, facts[rid])
         if m.get("malformed_lines"):

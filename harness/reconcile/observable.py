@@ -5,7 +5,9 @@ with its reason, never as a silent pass (nor as a failure of facts nobody logged
 
 The system comes from the run's own log (`harness.run.start` `system`,
 `system_version`, written by the runner); a folder made before those fields existed
-falls back to its scenario.yaml's `cluster.system` / `cluster.hadoop_version`.
+falls back to its scenario.yaml's `cluster.system` / `cluster.hadoop_version`. So does
+whether the Hadoop agent ran (`hadoop_agent`, `cluster.hadoop_agent`): its events feed
+the checks listed in logmap.AGENT_OBSERVES, which are then judged.
 """
 
 from __future__ import annotations
@@ -18,8 +20,12 @@ from .checks import CheckResult
 NOT_OBSERVABLE = "not_observable"   # the expect item status of a listed check so skipped
 
 
-def run_system(run_dir: str, scenario: dict | None = None) -> tuple[str, str | None]:
-    """(system, release) of the run in `run_dir`: ("minihdfs", None) unless it says."""
+def run_info(run_dir: str, scenario: dict | None = None) -> tuple[str, str | None, bool]:
+    """(system, release, agent) of the run in `run_dir`: ("minihdfs", None, False) unless
+    it says; `agent` is whether the Hadoop agent was in its JVMs."""
+    cluster = (scenario or {}).get("cluster") or {}
+    if not isinstance(cluster, dict):
+        cluster = {}
     path = os.path.join(run_dir, "events", "harness.jsonl")
     try:
         with open(path, encoding="utf-8") as f:
@@ -30,33 +36,43 @@ def run_system(run_dir: str, scenario: dict | None = None) -> tuple[str, str | N
                     continue
                 if ev.get("event") == "harness.run.start":
                     if ev.get("system"):
-                        return str(ev["system"]), ev.get("system_version")
+                        agent = ev.get("hadoop_agent")
+                        if agent is None:       # logged before the runner wrote it
+                            agent = cluster.get("hadoop_agent")
+                        return str(ev["system"]), ev.get("system_version"), agent is True
                     break
     except OSError:
         pass
-    cluster = (scenario or {}).get("cluster") or {}
-    if isinstance(cluster, dict) and cluster.get("system"):
+    if cluster.get("system"):
         version = cluster.get("hadoop_version")
-        return str(cluster["system"]), None if version is None else str(version)
-    return "minihdfs", None
+        return (str(cluster["system"]), None if version is None else str(version),
+                cluster.get("hadoop_agent") is True)
+    return "minihdfs", None, False
 
 
-def skip_reason(check: str, system: str, release: str | None) -> str | None:
-    """Why `check` cannot be judged on `system` `release`, or None if it can."""
+def run_system(run_dir: str, scenario: dict | None = None) -> tuple[str, str | None]:
+    """(system, release) of the run in `run_dir`: ("minihdfs", None) unless it says."""
+    return run_info(run_dir, scenario)[:2]
+
+
+def skip_reason(check: str, system: str, release: str | None,
+                agent: bool = False) -> str | None:
+    """Why `check` cannot be judged on `system` `release` (with the Hadoop agent on or
+    not), or None if it can."""
     if system != "hadoop":
         return None
     from harness.systems.hadoop import logmap
-    return logmap.skip_reason(check, release or logmap.DEFAULT_RELEASE)
+    return logmap.skip_reason(check, release or logmap.DEFAULT_RELEASE, agent=agent)
 
 
 def apply_skips(checks: list[CheckResult], system: str,
-                release: str | None) -> list[CheckResult]:
+                release: str | None, agent: bool = False) -> list[CheckResult]:
     """The checks with each one the release cannot judge turned into a skip with its
     reason; what the check would have said on the partial events is kept
     (`unobserved_status`) so that nothing it found is lost from the verdict."""
     out = []
     for c in checks:
-        why = skip_reason(c.id, system, release)
+        why = skip_reason(c.id, system, release, agent)
         if why is None:
             out.append(c)
         else:

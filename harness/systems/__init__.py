@@ -43,6 +43,11 @@ class SystemUnderTest:
     def issues(self, scenario) -> list[str]:
         return []
 
+    def run_fields(self, scenario) -> dict:
+        """Fields of `harness.run.start` that say how this system ran `scenario` (the
+        verifier reads them back: harness/reconcile/observable.py)."""
+        return {}
+
     def make_cluster(self, backend) -> Any:
         raise NotImplementedError
 

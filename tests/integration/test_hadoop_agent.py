@@ -87,10 +87,16 @@ def test_agent_events_from_a_real_cluster(tmp_path):
         c.kill_node("dn1")
         c.start_node("dn1")
         c.wait_healthy(120)
-        loaded = _wait(lambda: [e for e in _events(c, "dn1") if e["event"] == "dn.replica.state"],
+        loaded = _wait(lambda: [e for e in _events(c, "dn1") if e["event"] == "dn.replica.state"
+                                and e["rule"] == "replica_loaded"],
                        30, "dn.replica.state from dn1's start")
         assert loaded[0]["state"] == "RWR" and loaded[0]["reason"] == "restart"
         assert loaded[0]["block"] > 0 and loaded[0]["gs"] > 0
+        # the same replica, RBW when the write created it (rule replica_created): B6's case
+        created = [e for e in _events(c, "dn1") if e["event"] == "dn.replica.state"
+                   and e["rule"] == "replica_created" and e["block"] == loaded[0]["block"]]
+        assert [(e["state"], e["reason"]) for e in created] == [("RBW", "create")]
+        assert created[0]["ts"] < loaded[0]["ts"]
 
         # L2: another client asks for the lease; the NameNode's event names both
         r = c.run_client("c3", DEBUG_ADMIN, ["recoverLease", "-path", "/open", "-retries", "1"])

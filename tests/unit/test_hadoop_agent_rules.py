@@ -58,10 +58,10 @@ def test_missing_members_names_a_renamed_method(release, monkeypatch):
     """The whole-table check a caller can run reports a method that is not there."""
     cp = _classpath(release)
     assert agent.missing_members(release, cp) == []
-    renamed = dataclasses.replace(agent.TABLE_3_4[0], signature=agent.TABLE_3_4[0].signature
+    table = agent.table_for(release)
+    renamed = dataclasses.replace(table[0], signature=table[0].signature
                                   .replace("recoverLeaseInternal", "recoverLeaseInternal2"))
-    monkeypatch.setitem(agent.TABLES, release.rsplit(".", 1)[0],
-                        [renamed, *agent.TABLE_3_4[1:]])
+    monkeypatch.setitem(agent.TABLES, release.rsplit(".", 1)[0], [renamed, *table[1:]])
     missing = agent.missing_members(release, cp)
     assert len(missing) == 1 and "recoverLeaseInternal2" in missing[0]
 
@@ -107,10 +107,22 @@ def test_script_has_one_rule_per_row():
 
 
 def test_script_rule_names_are_unique():
-    names = [r.name for r in agent.TABLE_3_4]
-    assert len(names) == len(set(names))
-    for r in agent.TABLE_3_4:
-        assert "\t" not in r.name and r.role in ("namenode", "datanode", "client")
+    for table in agent.TABLES.values():
+        names = [r.name for r in table]
+        assert len(names) == len(set(names))
+        for r in table:
+            assert "\t" not in r.name and r.role in ("namenode", "datanode", "client")
+
+
+def test_overloaded_method_is_named_with_its_parameters():
+    """createRbw has two overloads in 3.4 (the old one delegates to the new one, which
+    BlockReceiver calls): the rule is placed at one only, or each write is logged twice."""
+    text = agent.script("3.4.2")
+    block = text.split("RULE hdfs-chaos replica_created\n", 1)[1].split("ENDRULE", 1)[0]
+    assert ("METHOD createRbw(org.apache.hadoop.fs.StorageType, java.lang.String, "
+            "org.apache.hadoop.hdfs.protocol.ExtendedBlock, boolean, long)\n") in block
+    block = agent.script("3.3.6").split("RULE hdfs-chaos replica_created\n", 1)[1]
+    assert "ExtendedBlock, boolean)\nAT EXIT" in block
 
 
 # -- the agent's lines -> events -------------------------------------------------------
@@ -158,6 +170,24 @@ def test_recover_lease_refused_and_closed():
     assert m.feed(f"recover_lease_exit\t{T}\t1\th1\ttrue")[0]["result"] == "closed"
 
 
+def test_soft_limit_takeover_is_recovering_though_the_call_is_refused():
+    """An append after the soft limit: recoverLeaseInternal releases the lease
+    (internalReleaseLease false: a block recovery started) and then throws
+    RecoveryInProgressException; the recovery is `recovering`, as on the mini-HDFS."""
+    m = agent.AgentMapper("namenode", "3.4.2")
+    m.feed(f"recover_lease_entry\t{T}\t1\th1\tAPPEND_FILE\t/f\tDFSClient_B\tfalse\tDFSClient_A")
+    # the NameNode's own monitor on another thread: no entry, no effect
+    assert m.feed(f"recover_lease_released\t{T}\t9\tLeaseMonitor\ttrue") == []
+    assert m.feed(f"recover_lease_released\t{T}\t1\th1\tfalse") == []
+    ev, = m.feed(f"recover_lease_error\t{T}\t1\th1\tRecoveryInProgressException")
+    assert (ev["result"], ev["error"], ev["force"], ev["requester"]) == \
+        ("recovering", None, False, "DFSClient_B")
+    # within the soft limit nothing is released: the refusal is the result
+    m.feed(f"recover_lease_entry\t{T}\t1\th1\tAPPEND_FILE\t/f\tDFSClient_B\tfalse\tDFSClient_A")
+    ev, = m.feed(f"recover_lease_error\t{T}\t1\th1\tRecoveryInProgressException")
+    assert (ev["result"], ev["error"]) == ("error", "RecoveryInProgressException")
+
+
 @pytest.mark.parametrize("caller", ["complete", "lease_recovery", "block_recovery", ""])
 def test_file_close_line(caller):
     ev, = agent.AgentMapper("namenode", "3.4.2").feed(
@@ -199,21 +229,22 @@ def test_replace_added():
         f"[{_dn(9861)}, {_dn(9862)}]\tfalse\ttrue\ttrue",
         # the streamer renamed its thread in between: the call is joined on its id
         f"replace_done\t{T}\t7\tDataStreamer for file /f blk_2\t/f\tBP-1:blk_1073741825_1002\t"
-        f"[{_dn(9861)}, {_dn(9862)}, {_dn(9863)}]"])
+        f"[{_dn(9861)}, {_dn(9862)}, {_dn(9863)}]\tDATA_STREAMING"])
     assert {k: ev[k] for k in ("event", "path", "block", "gs", "policy", "replication",
                                "remaining", "hflushed", "decision", "new_node", "pipeline",
-                               "best_effort")} == {
+                               "best_effort", "stage")} == {
         "event": "client.pipeline.replace", "path": "/f", "block": 1073741825, "gs": 1002,
         "policy": "DEFAULT", "replication": 3, "remaining": 2, "hflushed": True,
         "decision": "added", "new_node": "dn3", "pipeline": ["dn1", "dn2", "dn3"],
-        "best_effort": False}
+        "best_effort": False, "stage": "DATA_STREAMING"}
 
 
 def test_replace_not_needed_and_appended_counts_as_hflushed():
     ev, = _replace([
         f"replace_policy\t{T}\t7\tt\tDEFAULT\tfalse\t3\t[{_dn(9861)}, {_dn(9862)}]\ttrue\t"
         f"false\tfalse",
-        f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}, {_dn(9862)}]"])
+        f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}, {_dn(9862)}]\t"
+        "DATA_STREAMING"])
     assert (ev["decision"], ev["new_node"], ev["hflushed"], ev["append"]) == \
         ("not_needed", None, True, True)
 
@@ -222,18 +253,18 @@ def test_replace_failed_best_effort_and_failed():
     head = (f"replace_policy\t{T}\t7\tt\tALWAYS\ttrue\t3\t[{_dn(9861)}]\tfalse\tfalse\t"
             f"true")
     ev, = _replace([head, f"replace_add_failed\t{T}\t7\tt\tIOException",
-                    f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]"])
+                    f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]\tPIPELINE_CLOSE"])
     assert (ev["decision"], ev["error"], ev["best_effort"]) == \
         ("failed_best_effort", "IOException", True)
     ev, = _replace([head, f"replace_add_failed\t{T}\t7\tt\tIOException",
-                    f"replace_failed\t{T}\t7\tt\t/f\tBP-1:blk_5_6\tIOException"])
+                    f"replace_failed\t{T}\t7\tt\t/f\tBP-1:blk_5_6\tIOException\tDATA_STREAMING"])
     assert (ev["decision"], ev["pipeline"]) == ("failed", None)
 
 
 def test_replace_needed_but_nothing_to_copy_adds_no_node():
     ev, = _replace([
         f"replace_policy\t{T}\t7\tt\tALWAYS\tfalse\t3\t[{_dn(9861)}]\tfalse\tfalse\ttrue",
-        f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]"])
+        f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]\tPIPELINE_CLOSE"])
     assert (ev["policy_says"], ev["decision"], ev["new_node"]) == (True, "not_needed", None)
 
 
@@ -277,3 +308,64 @@ def test_adapter_drops_the_events_the_agent_replaces(tmp_path):
                drop=agent.REPLACES["namenode"]).stop()
     assert [json.loads(x)["event"] for x in kept.read_text().splitlines()] == ["nn.lease.recover"]
     assert dropped.read_text() == ""
+
+
+# -- P3, B6: replica states on the DataNode; P7: a failed setup ------------------------
+
+@pytest.mark.parametrize("rule,state,reason", [
+    ("replica_created", "RBW", "create"), ("replica_recover_rbw", "RBW", "recover_rbw"),
+    ("replica_append", "RBW", "append"), ("replica_recover_append", "RBW", "recover_append"),
+    ("replica_recover_close", "FINALIZED", "recover_close"),
+    ("replica_transfer_rbw", "RBW", "transfer")])
+def test_replica_state_lines(rule, state, reason):
+    ev, = agent.AgentMapper("datanode", "3.4.2").feed(
+        f"{rule}\t{T}\t7\tDataXceiver for client\t1073741826\t1003\t65536\t{state}\t{reason}")
+    assert {k: ev[k] for k in ("event", "block", "gs", "len", "state", "reason", "source")} == {
+        "event": "dn.replica.state", "block": 1073741826, "gs": 1003, "len": 65536,
+        "state": state, "reason": reason, "source": "hadoop-agent"}
+
+
+def test_setup_failed_line_blames_the_bad_index():
+    ev, = agent.AgentMapper("client", "3.4.2", HOSTS).feed(
+        f"setup_failed\t{T}\t7\tDataStreamer for file /f\t/f\t"
+        f"BP-1-127.0.0.1-1:blk_1073741825_1001\t[{_dn(9861)}, {_dn(9862)}, {_dn(9863)}]\t1")
+    assert {k: ev[k] for k in ("event", "path", "block", "gs", "stage", "pipeline",
+                               "error_index", "bad_node")} == {
+        "event": "client.pipeline.error", "path": "/f", "block": 1073741825, "gs": 1001,
+        "stage": "PIPELINE_SETUP_CREATE", "pipeline": ["dn1", "dn2", "dn3"],
+        "error_index": 1, "bad_node": "dn2"}
+
+
+def test_setup_ack_forwards_the_first_bad_link():
+    m = agent.AgentMapper("datanode", "3.4.2", HOSTS)
+    ev, = m.feed(f"setup_ack\t{T}\t7\tDataXceiver\t1073741825\t1001\tPIPELINE_SETUP_CREATE\t"
+                 f"DFSClient_A\t[127.0.0.1:9862, 127.0.0.1:9863]\tERROR\t127.0.0.1:9863")
+    assert {k: ev[k] for k in ("event", "block", "gs", "stage", "upstream", "downstream",
+                               "status", "first_bad_link")} == {
+        "event": "dn.pipeline.setup", "block": 1073741825, "gs": 1001,
+        "stage": "PIPELINE_SETUP_CREATE", "upstream": "DFSClient_A", "downstream": "dn2",
+        "status": "ERROR", "first_bad_link": "dn3"}
+    ok, = m.feed(f"setup_ack\t{T}\t7\tDataXceiver\t1073741825\t1001\tPIPELINE_SETUP_CREATE\t"
+                 f"DFSClient_A\t[]\tSUCCESS\t")
+    assert (ok["status"], ok["first_bad_link"], ok["downstream"]) == ("SUCCESS", None, None)
+
+
+def test_setup_mirror_failed_names_the_mirror():
+    ev, = agent.AgentMapper("datanode", "3.4.2", HOSTS).feed(
+        f"setup_mirror_failed\t{T}\t7\tDataXceiver\t1073741825\t1001\tPIPELINE_SETUP_CREATE\t"
+        f"DFSClient_A\t[127.0.0.1:9862, 127.0.0.1:9863]\tERROR\tmirror")
+    assert (ev["status"], ev["first_bad_link"], ev["downstream"]) == ("ERROR", "dn2", "dn2")
+
+
+def test_replica_reported_has_the_reported_length():
+    """H1 counts FINALIZED replicas of the COMPLETE block's GS and length: 3.3's
+    addStoredBlock line prints the NameNode's length (524288 after an fsync while the
+    DataNode reported 1048576, a 3.3.6 run of replace-default-after-hflush); the agent
+    reads the reported block."""
+    ev, = agent.AgentMapper("namenode", "3.3.6", HOSTS).feed(
+        f"replica_reported\t{T}\t7\tBlock report processor\t127.0.0.1:9862\t1073741825\t"
+        f"1002\t1048576")
+    assert {k: ev[k] for k in ("event", "dn", "block", "gs", "len", "state")} == {
+        "event": "nn.replica.reported", "dn": "dn2", "block": 1073741825, "gs": 1002,
+        "len": 1048576, "state": "FINALIZED"}
+    assert "nn.replica.reported" in agent.REPLACES["namenode"]

@@ -6,6 +6,7 @@ event is dropped (check I1 would call it empty)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import types
@@ -149,12 +150,54 @@ def test_scenario_option_and_an_unsupported_release():
 
 def test_the_agent_makes_its_checks_observable():
     from harness.systems.hadoop import logmap
-    for check in ("P2", "L2", "B6", "H1"):
+    for check in ("P2", "P3", "P7", "L2", "B6", "H1"):
         assert logmap.skip_reason(check, "3.4.2").startswith("not observable on hadoop 3.4.2")
         assert logmap.skip_reason(check, "3.4.2", agent=True) is None
-    # what no agent rule gives yet stays skipped
-    for check in ("P3", "P7"):
-        assert logmap.skip_reason(check, "3.4.2", agent=True) is not None
+    # with the agent on 3.4.2 no check of CHECKS.md (+ H1) is left unobservable
+    assert not [c for c in logmap.OBSERVABLE if logmap.skip_reason(c, "3.4.2", agent=True)]
     events = {r.event for r in agent.TABLE_3_4}
     assert {"client.pipeline.replace", "nn.lease.recover", "dn.replica.state",
-            "nn.block.state"} <= events
+            "nn.block.state", "client.pipeline.error", "dn.pipeline.setup"} <= events
+
+
+def test_the_log_keeps_what_the_agent_does_not_replace():
+    """One source per fact: with the agent on, the client's log adapter leaves out its
+    client.pipeline.replace and a new block's failed setup (the agent's setup_failed), and
+    keeps the errors of a running pipeline, which the agent does not report."""
+    drop = agent.REPLACES["client"]
+    setup = {"event": "client.pipeline.error", "stage": "PIPELINE_SETUP_CREATE"}
+    assert agent.replaced(drop, setup)
+    assert agent.replaced(drop, {"event": "client.pipeline.replace", "decision": "added"})
+    assert not agent.replaced(drop, dict(setup, stage="DATA_STREAMING"))
+    assert not agent.replaced(drop, {"event": "client.pipeline.recovered"})
+    assert not agent.replaced(frozenset(), setup)
+
+
+def test_the_run_records_whether_the_agent_was_on(tmp_path, monkeypatch):
+    """harness.run.start carries `hadoop_agent` on a Hadoop run (the verifier reads it to
+    judge the checks the agent feeds); nothing is added on the mini-HDFS."""
+    from harness.runner import Run
+    from harness.scenario.loader import check_scenario_text
+    from harness.systems import get_system
+    text = ("name: a\ncluster: {system: hadoop, hadoop_agent: true}\n"
+            "workload: [{id: w1, op: write, client: c1, path: /a, size: 1}]\n")
+    sc, _ = check_scenario_text(text)
+    assert get_system("hadoop", "3.4.2").run_fields(sc) == {"hadoop_agent": True}
+    off, _ = check_scenario_text(text.replace(", hadoop_agent: true", ""))
+    assert get_system("hadoop", "3.4.2").run_fields(off) == {"hadoop_agent": False}
+    assert get_system("minihdfs").run_fields(sc) == {}
+    # the runner writes them into its first event (the run is stopped before it touches
+    # any process or port)
+    import harness.runner as runner_mod
+
+    def stop():
+        raise runner_mod.RunError("stop here")
+    monkeypatch.setattr(runner_mod, "cleanup_all", stop)
+    monkeypatch.setattr(runner_mod.ports, "claim_run_ports", lambda: None)
+    monkeypatch.setattr(Run, "_teardown", lambda self: None)
+    run = Run(sc, "local", str(tmp_path / "out"), 1, False, None,
+              system=get_system("hadoop", "3.4.2"))
+    run.execute()
+    lines = [json.loads(l) for l in open(os.path.join(run.events_dir, "harness.jsonl"))]
+    start = next(e for e in lines if e["event"] == "harness.run.start")
+    assert (start["system"], start["hadoop_agent"]) == ("hadoop", True)

@@ -402,7 +402,8 @@ def test_banners_start_and_stop():
     # the NameNode starts when its namespace (and the open files' leases) is loaded
     assert evs[0]["ts"] == parse_line(loaded).ts
     dn = [line.replace("NameNode", "DataNode") for line in run if line != loaded]
-    assert one(dn, "datanode") == [dict(event="dn.start", replicas=None), dict(event="dn.stop")]
+    assert one(dn, "datanode") == [dict(event="dn.start", replicas=None),
+                                   dict(event="dn.stop", restart=False)]
 
 
 def test_namenode_starts_when_its_image_starts_loading():
@@ -761,3 +762,42 @@ def test_a_pipeline_rebuilt_while_closing_is_announced_by_closing_old_block():
                         "] storageTypes [DISK, DISK] storageIDs [DS-1, DS-3]"),
               _streamer("38:57,000", 1001, "DEBUG", f"Closing old block {BP}:blk_1073741825_1001")]
     assert [e["event"] for e in map_lines(normal, "client", hosts=HOSTS)] == ["client.pipeline.setup"]
+
+
+def _ack(ts: str, seqno: int) -> str:
+    return (f"2026-11-24 09:{ts} DEBUG [ResponseProcessor for block {BP}:blk_1073741825_1001] "
+            f"DataStreamer/DataStreamer$ResponseProcessor: DFSClient seqno: {seqno} reply: "
+            "SUCCESS reply: SUCCESS reply: SUCCESS downstreamAckTimeNanos: 1 flag: 0 flag: 0 "
+            "flag: 0")
+
+
+def test_pipeline_error_carries_the_bytes_acked_before_it():
+    """P3 needs what was acked by all when the pipeline failed: the last SUCCESS ack of the
+    block (its packet's lastByteOffsetInBlock) before the Error Recovery line."""
+    sent = [_streamer(f"37:5{i},000", 1001, "DEBUG",
+                      f"blk_1073741825_1001 sending packet seqno: {i} offsetInBlock: {i * 65536} "
+                      f"lastPacketInBlock: false lastByteOffsetInBlock: {(i + 1) * 65536}")
+            for i in range(3)]
+    lines = sent + [_ack("37:51,500", 0), _ack("37:51,600", 1)] + _rebuilt(10030, 10040)
+    evs = map_lines(lines, "client", hosts=HOSTS4)
+    err, = [e for e in evs if e["event"] == "client.pipeline.error"]
+    assert err["acked"] == 2 * 65536      # seqno 2 was sent, never acked
+    # no ack logged for the block: unknown, not 0
+    err, = [e for e in map_lines(_rebuilt(10030, 10040), "client", hosts=HOSTS4)
+            if e["event"] == "client.pipeline.error"]
+    assert err["acked"] is None
+
+
+def test_a_shutdown_for_restart_is_a_dn_stop_with_restart():
+    """`dfsadmin -shutdownDatanode <ipc> upgrade` (the harness's graceful restart, real
+    3.4.2 lines): the RBW replicas are saved, dn.stop says so (B6 then accepts them back
+    as RBW); a stop without the command (SIGTERM) is no restart."""
+    cmd = ("2026-11-26 12:59:10,695 INFO [IPC Server handler 0 on default port 23514] "
+           "DataNode/DataNode: shutdownDatanode command received (upgrade=true). Shutting "
+           "down Datanode...")
+    down = ["2026-11-26 12:59:10,849 INFO [shutdown-hook-0] DataNode/StringUtils$1: "
+            "SHUTDOWN_MSG: ", "SHUTDOWN_MSG: Shutting down DataNode at vm/127.0.0.1"]
+    assert one([cmd, *down, *down], "datanode") == [dict(event="dn.stop", restart=True),
+                                                    dict(event="dn.stop", restart=False)]
+    assert one([cmd.replace("upgrade=true", "upgrade=false"), *down], "datanode") == [
+        dict(event="dn.stop", restart=False)]

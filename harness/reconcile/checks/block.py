@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window, functions as F
 
 from ..load import RunSet
-from .common import Outcome, base, runs_of, union_all, violation, with_conf
+from .common import LOG_SLACK_S, Outcome, base, runs_of, union_all, violation, with_conf
 from .pipeline import stale_locations, _stale_evidence
 
 
@@ -409,7 +409,9 @@ def check_h1(runs: RunSet) -> Outcome:
     commitBlockSynchronization completes the recovered block at once (3.x
     BlockManager.commitOrCompleteLastBlock: its targets are its locations, or it is
     completed "forcibly"), so a COMPLETE after such a commit of the same GS and length
-    is not judged."""
+    is not judged. The NameNode completes the block inside that call: a commit logged when
+    the call returned (Hadoop's `commitBlockSynchronization(...) successful` line) may
+    follow the COMPLETE by LOG_SLACK_S."""
     judged = base(runs.of("nn.block.state"), "block", "gs", "len", "state", "path").filter(
         (F.col("state") == "COMPLETE") & F.col("block").isNotNull())
     synced = (runs.of("nn.recovery.commit")
@@ -419,7 +421,8 @@ def check_h1(runs: RunSet) -> Outcome:
                       F.col("gs").alias("_g"), F.col("len").alias("_l"), F.col("ts").alias("_t")))
     done = judged.join(synced, (judged["run_id"] == synced["_r"])
                        & (judged["block"] == synced["_b"]) & (judged["gs"] == synced["_g"])
-                       & (judged["len"] == synced["_l"]) & (synced["_t"] <= judged["ts"]),
+                       & (judged["len"] == synced["_l"])
+                       & (synced["_t"] <= judged["ts"] + LOG_SLACK_S),
                        "left_anti")
     starts = runs.of("nn.start").select("run_id", F.col("ts").alias("s_ts"))
     since = (done.join(starts, "run_id", "left")

@@ -59,6 +59,10 @@ class Hadoop(SystemUnderTest):
                        "(no topology script); drop them or declare `systems: [minihdfs]`")
         return out
 
+    def run_fields(self, scenario) -> dict:
+        # the agent makes checks observable that the logs alone cannot feed
+        return {"hadoop_agent": bool(getattr(scenario.cluster, "hadoop_agent", False))}
+
     # -- the cluster ---------------------------------------------------------------------
 
     def make_cluster(self, backend):

@@ -23,13 +23,14 @@ import os
 import threading
 import time
 
+from .agent import replaced
 from .logmap import DEFAULT_RELEASE, LogMapper
 
 
 class LogAdapter:
     def __init__(self, raw_log: str, node: str, role: str, release: str = DEFAULT_RELEASE,
                  events_out: str | None = None, hosts: dict[str, str] | None = None,
-                 poll: float = 0.02, mapper=None, drop: frozenset[str] = frozenset()):
+                 poll: float = 0.02, mapper=None, drop: frozenset = frozenset()):
         if events_out is None:
             raise ValueError("LogAdapter needs events_out: the JSON-lines file to write events to")
         self.raw_log, self.node, self.role = raw_log, node, role
@@ -141,7 +142,7 @@ class LogAdapter:
         return True
 
     def _write(self, event: dict) -> None:
-        if event["event"] in self.drop:
+        if self.drop and replaced(self.drop, event):
             return
         fields = dict(event)
         record = {"ts": fields.pop("ts"), "node": self.node, "role": self.role, "seq": self._seq,

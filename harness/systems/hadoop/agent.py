@@ -45,12 +45,23 @@ RDF = "org.apache.hadoop.hdfs.protocol.datatransfer.ReplaceDatanodeOnFailure"
 # contract events an agent rule provides in place of the log adapter's (logmap), by role:
 # the log's recoverLease line names no requester; the log's client.pipeline.replace are
 # inferred `added` only (a new node in a rebuilt pipeline), without the policy's inputs;
-# too; its nn.file.close has no length
-REPLACES: dict[str, frozenset[str]] = {
-    "namenode": frozenset({"nn.lease.recover", "nn.file.close"}),
+# its nn.file.close has no length; its addStoredBlock line gives, before 3.4, the
+# NameNode's block length, not the reported replica's. An entry is an event name, or (event, field, value)
+# for the events of that name with that field's value only: a failed setup of a new
+# block's pipeline is the agent's client.pipeline.error (rule setup_failed).
+REPLACES: dict[str, frozenset] = {
+    "namenode": frozenset({"nn.lease.recover", "nn.file.close", "nn.replica.reported"}),
     "datanode": frozenset(),
-    "client": frozenset({"client.pipeline.replace"}),
+    "client": frozenset({"client.pipeline.replace",
+                         ("client.pipeline.error", "stage", "PIPELINE_SETUP_CREATE")}),
 }
+
+
+def replaced(drop: frozenset, event: dict) -> bool:
+    """Whether the log adapter leaves `event` out: an entry of `drop` (REPLACES) names it."""
+    name = event.get("event")
+    return any(d == name or (isinstance(d, tuple) and d[0] == name and event.get(d[1]) == d[2])
+               for d in drop)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +82,13 @@ class AgentRule:
     part: str = "whole"     # whole | entry | note (a fact inside the call) | exit
     # every other member its expressions use: (class, javap text of the member)
     uses: tuple[tuple[str, str], ...] = ()
+    # the method is overloaded: the rule names its parameter types (from `signature`)
+    overload: bool = False
+
+    def method_spec(self) -> str:
+        if not self.overload:
+            return self.method
+        return self.method + self.signature[self.signature.index("("):]
 
 
 def _f(**kw: str) -> tuple[tuple[str, str], ...]:
@@ -111,6 +129,14 @@ TABLE_3_4: list[AgentRule] = [
                      f"{_NN}FileUnderConstructionFeature getFileUnderConstructionFeature()"),
                     (_NN + "FileUnderConstructionFeature", "java.lang.String getClientName()"),
                     (FSN + "$RecoverLeaseOp", "RECOVER_LEASE;"))),
+    # a soft-limit takeover by create/append released the lease (internalReleaseLease
+    # returned: true = closed, false = a block recovery started) and then throws
+    # RecoveryInProgress when it did not close: the recovery's result is what
+    # internalReleaseLease said, as the mini-HDFS logs it (the refusal is the RPC's own)
+    AgentRule("recover_lease_released", "namenode", FSN, "internalReleaseLease",
+              f"boolean internalReleaseLease({_NN}LeaseManager$Lease, java.lang.String, "
+              f"{_NN}INodesInPath, java.lang.String)", "AT EXIT", "nn.lease.recover",
+              _f(released="$!"), part="note"),
     # its answer: true = the file is closed, false = a block recovery runs on
     AgentRule("recover_lease_exit", "namenode", FSN, "recoverLeaseInternal", _RLI_SIG,
               "AT EXIT", "nn.lease.recover", _f(closed="$!"), part="exit"),
@@ -121,15 +147,34 @@ TABLE_3_4: list[AgentRule] = [
     # H1: a block becomes COMPLETE on the NameNode. BlockManager.convertToCompleteBlock is
     # the one place the state changes (completeBlock returns early for a block already
     # COMPLETE); iip is null when the last replica's report completes it (addStoredBlock)
-    # or it is forced complete, so the path comes from the block's file.
+    # or it is forced complete, so the path comes from the block's file. Not when the
+    # NameNode replays its edit log at start (BlockManager.forceCompleteBlock, via
+    # completeBlock): that block was COMPLETE before the restart, no state changes.
     AgentRule("block_complete", "namenode", BM, "convertToCompleteBlock", _CTC_SIG,
               "AT EXIT", "nn.block.state",
               _f(block="$1", len="$1.getNumBytes()",
                  path="$0.getBlockCollection($1) == null ? \"\" : "
                       "$0.getBlockCollection($1).getName()"),
+              condition="!callerEquals(\"forceCompleteBlock\", 3)",
               uses=((BM, f"{_BMP}BlockCollection getBlockCollection({_BMP}BlockInfo)"),
+                    (BM, f"void forceCompleteBlock({_BMP}BlockInfo)"),
                     (_BMP + "BlockCollection", "java.lang.String getName()"),
                     ("org.apache.hadoop.hdfs.protocol.Block", "long getNumBytes()"))),
+    # H1's other input: a FINALIZED replica reported to the NameNode (BlockManager.
+    # addStoredBlock: a RECEIVED_BLOCK, a full report's finalized replica, the last
+    # report of a COMMITTED block, which may complete it inside the call: hence at entry),
+    # with the reported block's GS and length; 3.3's and 3.2's log line prints the
+    # NameNode's stored length instead (3.4 prints the reported one)
+    AgentRule("replica_reported", "namenode", BM, "addStoredBlock",
+              f"org.apache.hadoop.hdfs.protocol.Block addStoredBlock({_BMP}BlockInfo, "
+              f"org.apache.hadoop.hdfs.protocol.Block, {_BMP}DatanodeStorageInfo, "
+              f"{_BMP}DatanodeDescriptor, boolean)", "AT ENTRY", "nn.replica.reported",
+              _f(dn="$3.getDatanodeDescriptor().getXferAddr()", block="$2.getBlockId()",
+                 gs="$2.getGenerationStamp()", len="$2.getNumBytes()"),
+              uses=((_BMP + "DatanodeStorageInfo", f"{_BMP}DatanodeDescriptor getDatanodeDescriptor()"),
+                    ("org.apache.hadoop.hdfs.protocol.DatanodeID", "java.lang.String getXferAddr()"),
+                    ("org.apache.hadoop.hdfs.protocol.Block", "long getBlockId()"),
+                    ("org.apache.hadoop.hdfs.protocol.Block", "long getGenerationStamp()"))),
     # A file closes: FSNamesystem.finalizeINodeFileUnderConstruction, called by
     # completeFile (FSDirWriteFileOp.completeFileInternal), by internalReleaseLease (all
     # blocks complete, or an empty last block removed) and by a closing
@@ -186,7 +231,7 @@ TABLE_3_4: list[AgentRule] = [
     AgentRule("replace_done", "client", DS, "handleDatanodeReplacement",
               "void handleDatanodeReplacement()", "AT EXIT", "client.pipeline.replace",
               _f(path="$0.src", block="$0.getBlock()",
-                 pipeline="java.util.Arrays.toString($0.nodes)"),
+                 pipeline="java.util.Arrays.toString($0.nodes)", stage="$0.stage"),
               part="exit",
               uses=((DS, "java.lang.String src;"),
                     (DS, "org.apache.hadoop.hdfs.protocol.DatanodeInfo[] nodes;"),
@@ -194,11 +239,110 @@ TABLE_3_4: list[AgentRule] = [
     AgentRule("replace_failed", "client", DS, "handleDatanodeReplacement",
               "void handleDatanodeReplacement()", "AT EXCEPTION EXIT",
               "client.pipeline.replace",
-              _f(path="$0.src", block="$0.getBlock()", error="$^.getClass().getSimpleName()"),
+              _f(path="$0.src", block="$0.getBlock()", error="$^.getClass().getSimpleName()",
+                 stage="$0.stage"),
               part="exit"),
 ]
-TABLE_3_3: list[AgentRule] = TABLE_3_4
-TABLE_3_2: list[AgentRule] = TABLE_3_4
+
+# P3 and B6: a replica's state on the DataNode each time a write makes or changes it
+# (FsDatasetImpl, called by BlockReceiver for each stage of a pipeline setup): created
+# RBW, an RBW's GS bumped by a pipeline recovery (recoverRbw: every node of the rebuilt
+# pipeline, the new one too), a FINALIZED replica reopened for append or recovered in an
+# append setup (RBW at the new GS), a close recovery (FINALIZED at the new GS) and a
+# transferred replica turned RBW on its new node (convertTemporaryToRbw, at the old GS).
+# `len` is the bytes on disk: what the replica holds (recoverRbw has checked it is at
+# least the bytes acked). Hadoop logs none of these (recoverRbw names only the old GS).
+FSD = _DN + "fsdataset.impl.FsDatasetImpl"
+_EB = "org.apache.hadoop.hdfs.protocol.ExtendedBlock"
+_RH = _DN + "ReplicaHandler"
+_RIP = _DN + "ReplicaInPipeline"
+_STATE = "org.apache.hadoop.hdfs.server.common.HdfsServerConstants$ReplicaState getState()"
+
+
+def _replica_rule(name: str, method: str, signature: str, replica: str, reason: str,
+                  overload: bool = False) -> AgentRule:
+    return AgentRule(name, "datanode", FSD, method, signature, "AT EXIT", "dn.replica.state",
+                     _f(block=f"{replica}.getBlockId()", gs=f"{replica}.getGenerationStamp()",
+                        len=f"{replica}.getBytesOnDisk()", state=f"{replica}.getState()",
+                        reason=f"\"{reason}\""),
+                     overload=overload,
+                     uses=((_RH, f"{_RIP} getReplica()"), (_DN + "Replica", "long getBlockId()"),
+                           (_DN + "Replica", "long getGenerationStamp()"),
+                           (_DN + "Replica", "long getBytesOnDisk()"), (_DN + "Replica", _STATE)))
+
+
+_REPLICA_RULES = [
+    _replica_rule("replica_recover_rbw", "recoverRbw",
+                  f"{_RH} recoverRbw({_EB}, long, long, long)", "$!.getReplica()", "recover_rbw"),
+    _replica_rule("replica_append", "append", f"{_RH} append({_EB}, long, long)",
+                  "$!.getReplica()", "append", overload=True),
+    _replica_rule("replica_recover_append", "recoverAppend",
+                  f"{_RH} recoverAppend({_EB}, long, long)", "$!.getReplica()", "recover_append"),
+    _replica_rule("replica_recover_close", "recoverClose",
+                  f"{_DN}Replica recoverClose({_EB}, long, long)", "$!", "recover_close"),
+    _replica_rule("replica_transfer_rbw", "convertTemporaryToRbw",
+                  f"{_RIP} convertTemporaryToRbw({_EB})", "$!", "transfer"),
+]
+_ST = "org.apache.hadoop.fs.StorageType"
+# 3.4 added createRbw(..., long) for the block's expected size, which BlockReceiver calls
+# (the old one now delegates to it); 3.3 and 3.2 have only the old one
+_CREATED_3_4 = _replica_rule("replica_created", "createRbw",
+                             f"{_RH} createRbw({_ST}, java.lang.String, {_EB}, boolean, long)",
+                             "$!.getReplica()", "create", overload=True)
+_CREATED_3_3 = _replica_rule("replica_created", "createRbw",
+                             f"{_RH} createRbw({_ST}, java.lang.String, {_EB}, boolean)",
+                             "$!.getReplica()", "create", overload=True)
+
+# P7: a failed setup of a new block's pipeline. The client: DataStreamer.
+# createBlockOutputStream returns false at the PIPELINE_SETUP_CREATE stage having set the
+# bad node's index (the firstBadLink the first DataNode answered, else 0);
+# nextBlockOutputStream then abandons the block and excludes that node from the next
+# addBlock. Hadoop logs no "Error Recovery" line for it: this is its client.pipeline.error.
+_DI = "org.apache.hadoop.hdfs.protocol.DatanodeInfo"
+_SETUP_FAILED = AgentRule(
+    "setup_failed", "client", DS, "createBlockOutputStream",
+    f"boolean createBlockOutputStream({_DI}[], {_ST}[], java.lang.String[], long, boolean)",
+    "AT EXIT", "client.pipeline.error",
+    _f(path="$0.src", block="$0.block.getCurrentBlock()",
+       pipeline="java.util.Arrays.toString($1)", index="$0.errorState.getBadNodeIndex()"),
+    condition="!$! && $0.stage.name().equals(\"PIPELINE_SETUP_CREATE\") && "
+              "$0.errorState.getBadNodeIndex() >= 0 && $0.errorState.getBadNodeIndex() < $1.length",
+    uses=((DS, "org.apache.hadoop.hdfs.DataStreamer$BlockToWrite block;"),
+          (DS, "org.apache.hadoop.hdfs.DataStreamer$ErrorState errorState;"),
+          (DS, "org.apache.hadoop.hdfs.protocol.datatransfer.BlockConstructionStage stage;"),
+          ("org.apache.hadoop.hdfs.DataStreamer$BlockToWrite", f"{_EB} getCurrentBlock()"),
+          ("org.apache.hadoop.hdfs.DataStreamer$ErrorState", "int getBadNodeIndex()")))
+# The DataNodes: DataXceiver.writeBlock answers its upstream's setup with a connect-ack
+# (BlockOpResponseProto status + firstBadLink, the locals `mirrorInStatus` and
+# `firstBadLink`): the 2nd setFirstBadLink call in the method forwards what its mirror
+# answered (SUCCESS and "" when all connected); the 1st, in the catch of a failed connect
+# to the mirror, answers ERROR naming the mirror (targets[0]). Only a client's write
+# (isClient) answers; a transfer's target does not.
+_XC = _DN + "DataXceiver"
+_WB_SIG = (f"void writeBlock({_EB}, {_ST}, org.apache.hadoop.security.token.Token<org.apache."
+           f"hadoop.hdfs.security.token.block.BlockTokenIdentifier>, java.lang.String, {_DI}[], "
+           f"{_ST}[], {_DI}, org.apache.hadoop.hdfs.protocol.datatransfer.BlockConstructionStage, "
+           "int, long, long, long, org.apache.hadoop.util.DataChecksum, "
+           f"{_DN}CachingStrategy, boolean, boolean, boolean[], java.lang.String, "
+           "java.lang.String[])")
+# (Byteman parses no call on an array element: the mapper takes targets[0] from the list)
+_SETUP_FIELDS = dict(block="$1.getBlockId()", gs="$1.getGenerationStamp()", stage="$8",
+                     upstream="$4", targets="java.util.Arrays.toString($5)")
+_SETUP_RULES = [
+    AgentRule("setup_ack", "datanode", _XC, "writeBlock", _WB_SIG, "AT INVOKE setFirstBadLink 2",
+              "dn.pipeline.setup", _f(**_SETUP_FIELDS, status="$mirrorInStatus",
+                                      first_bad_link="$firstBadLink"),
+              condition="$isClient && !$isTransfer"),
+    AgentRule("setup_mirror_failed", "datanode", _XC, "writeBlock", _WB_SIG,
+              "AT INVOKE setFirstBadLink 1", "dn.pipeline.setup",
+              _f(**_SETUP_FIELDS, status="\"ERROR\"", first_bad_link="\"mirror\""),
+              condition="$isClient && $5.length > 0"),
+]
+
+TABLE_3_4 += [_CREATED_3_4, *_REPLICA_RULES, _SETUP_FAILED, *_SETUP_RULES]
+TABLE_3_3: list[AgentRule] = [_CREATED_3_3 if r.name == "replica_created" else r
+                              for r in TABLE_3_4]
+TABLE_3_2: list[AgentRule] = TABLE_3_3
 
 TABLES: dict[str, list[AgentRule]] = {"3.4": TABLE_3_4, "3.3": TABLE_3_3, "3.2": TABLE_3_2}
 # the releases each table is checked on (their jars are in the Hadoop cache)
@@ -289,7 +433,7 @@ def _rule_text(r: AgentRule) -> str:
         + [f"({expr})" for _, expr in r.fields])
     return (f"RULE hdfs-chaos {r.name}\n"
             f"CLASS {r.cls}\n"
-            f"METHOD {r.method}\n"
+            f"METHOD {r.method_spec()}\n"
             f"{r.location}\n"
             f"IF {r.condition}\n"
             f"DO traceOpen(\"{TRACE_KEY}\", System.getProperty(\"{OUT_PROPERTY}\"));\n"
@@ -387,7 +531,9 @@ class AgentMapper:
                                              "_rule": rule.name})
             return [{"ts": entry["ts"], "event": rule.event, **ev, "source": SOURCE,
                      "rule": rule.name, "thread": thread}]
-        return [{"ts": ts, "event": rule.event, **_EVENTS[rule.event](values, {}),
+        make = _BY_RULE.get(rule.name) or _EVENTS[rule.event]
+        return [{"ts": ts, "event": rule.event,
+                 **make(values, {"_names": self.names, "_rule": rule.name}),
                  "source": SOURCE, "rule": rule.name, "thread": thread}]
 
     def feed_all(self, lines) -> list[dict]:
@@ -400,6 +546,9 @@ class AgentMapper:
 def _lease_recover(entry: dict, done: dict) -> dict:
     error = _null(done.get("error", ""))
     closed = _bool(done.get("closed", ""))
+    released = _bool(entry.get("note_released", ""))
+    if released is not None:    # the lease was released before any refusal
+        error, closed = None, released
     result = "error" if error else ("closed" if closed else "recovering")
     return {"path": entry["path"], "holder": _null(entry["holder"]),
             "requester": _null(entry["requester"]), "force": _bool(entry["force"]),
@@ -448,6 +597,7 @@ def _replace(entry: dict, done: dict) -> dict:
             # .satisfy's isAppend || isHflushed), which check P2's formula reads here
             "hflushed": bool(_bool(entry["hflushed"]) or append), "append": append,
             "best_effort": _bool(entry["best_effort"]), "policy_says": need,
+            "stage": _null(done.get("stage", "")),
             "decision": decision, "new_node": new[0] if decision == "added" else None,
             "pipeline": pipeline,
             "error": _null(done.get("error", "") or entry.get("note_error", ""))}
@@ -457,5 +607,47 @@ def _file_close(v: dict, _done: dict) -> dict:
     return {"path": v["path"], "len": _int(v["len"]), "reason": _null(v["reason"])}
 
 
-_EVENTS = {"nn.file.close": _file_close, "client.pipeline.replace": _replace, "nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
-           "dn.replica.state": _replica_loaded}
+def _replica_reported(v: dict, done: dict) -> dict:
+    return {"dn": done["_names"].node_of(v["dn"]), "block": _int(v["block"]),
+            "gs": _int(v["gs"]), "len": _int(v["len"]), "state": "FINALIZED"}
+
+
+def _replica_state(v: dict, _done: dict) -> dict:
+    return {"block": _int(v["block"]), "gs": _int(v["gs"]), "len": _int(v["len"]),
+            "state": v["state"], "reason": _null(v["reason"])}
+
+
+def _setup_failed(v: dict, done: dict) -> dict:
+    names = done["_names"]
+    pipeline = names.nodes_in(v["pipeline"])
+    index = _int(v["index"])
+    m = _BLK_IN.search(v["block"])
+    return {"path": _null(v["path"]), "block": int(m.group(1)) if m else None,
+            "gs": int(m.group(2)) if m else None, "stage": "PIPELINE_SETUP_CREATE",
+            "pipeline": pipeline, "error_index": index,
+            "bad_node": pipeline[index] if index is not None and 0 <= index < len(pipeline)
+            else None, "acked": None}
+
+
+def _pipeline_setup(v: dict, done: dict) -> dict:
+    names = done["_names"]
+    targets = names.nodes_in(v["targets"])
+    downstream = targets[0] if targets else None
+    # the connect-ack's firstBadLink: the mirror's address (the catch of a failed connect
+    # answers targets[0]) or what the mirror forwarded, "" when every node connected
+    fbl = v["first_bad_link"]
+    if fbl == "mirror":
+        bad = downstream
+    else:
+        bad = names.node_of(fbl) if _null(fbl) else None
+    return {"block": _int(v["block"]), "gs": _int(v["gs"]), "stage": v["stage"],
+            "pipeline": None, "upstream": _null(v["upstream"]), "downstream": downstream,
+            "status": v["status"], "first_bad_link": bad}
+
+
+_EVENTS = {"nn.file.close": _file_close, "client.pipeline.replace": _replace,
+           "nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
+           "dn.replica.state": _replica_state, "client.pipeline.error": _setup_failed,
+           "dn.pipeline.setup": _pipeline_setup, "nn.replica.reported": _replica_reported}
+# rules whose event another rule of the same name makes differently
+_BY_RULE = {"replica_loaded": _replica_loaded}

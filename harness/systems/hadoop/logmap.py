@@ -108,6 +108,12 @@ AGENT_OBSERVES: dict[str, str] = {
     "L2": "recover_lease_entry / _exit / _error: nn.lease.recover with requester and force",
     "B6": "replica_loaded: dn.replica.state of each rbw replica loaded at DataNode start",
     "H1": "block_complete: nn.block.state COMPLETE",
+    "P3": "replica_created / _recover_rbw / _append / _recover_append / _recover_close / "
+          "_transfer_rbw: dn.replica.state of each replica at its new GS (with the acked "
+          "bytes of client.pipeline.error from the client's ack lines, and dn.transfer from "
+          "the DataNode's DataTransfer line)",
+    "P7": "setup_failed: client.pipeline.error of a new block's failed setup and the node it "
+          "excludes; setup_ack / setup_mirror_failed: dn.pipeline.setup with the first bad link",
 }
 
 
@@ -222,6 +228,7 @@ class LogMapper:
         self.announced: set[tuple[int, int]] = set()     # client: (block, gs) setups logged
         self.stage: dict[int, str] = {}                  # client: block -> last stage seen
         self.setup_failed: set[int] = set()              # client: new blocks that failed setup
+        self.last_acked: dict[int, int] = {}             # client: block -> bytes acked by all
         self.packet_end: dict[tuple[int, int], int] = {}  # client: (block, seqno) -> last byte
         self.bad_node: dict[int, str] = {}               # client: block -> node it blamed
         self.replace_failed: set[tuple[int, int]] = set()
@@ -234,6 +241,7 @@ class LogMapper:
         self.pending_nn_start = False          # NN: started, namespace not loaded yet
         self.ordered_transfers: set[tuple[int, int]] = set()   # DN: DNA_TRANSFER blocks
         self.formatting = False
+        self.stopping_for_restart = False   # datanode: shutdownDatanode(upgrade=true) seen
         self.safemode = False                  # NN: in startup safe mode (BlockManagerSafeMode)
         self.safemode_leaving = False          # NN: `Safe mode is OFF` seen, its secs line next
         self.pending_safemode: dict | None = None   # NN: enter / extension, its tip lines next
@@ -644,7 +652,18 @@ def _shutdown(mp: LogMapper, m: re.Match, ln: LogLine):
     if mp.formatting:       # the end of `NameNode -format`, not of a daemon
         mp.formatting = False
         return []
-    return [_ev("nn.stop" if mp.role == "namenode" else "dn.stop")]
+    if mp.role == "datanode":
+        # a shutdown for restart saved the RBW replicas (B6 lets them load back as RBW)
+        restart, mp.stopping_for_restart = mp.stopping_for_restart, False
+        return [_ev("dn.stop", restart=restart)]
+    return [_ev("nn.stop")]
+
+
+def _dn_shutdown_command(mp: LogMapper, m: re.Match, ln: LogLine):
+    # DataNode.shutdownDatanode: `dfsadmin -shutdownDatanode <ipc> upgrade`, the harness's
+    # graceful restart; its SHUTDOWN_MSG follows
+    mp.stopping_for_restart = m.group(1) == "true"
+    return []
 
 
 # -- NameNode startup safe mode (BlockManagerSafeMode) -------------------------------------
@@ -856,8 +875,12 @@ def _cl_error_recovery(mp: LogMapper, m: re.Match, ln: LogLine):
                                        pipeline=pipeline)
     mp.bad_node[block] = bad
     mp.last_error_block = (block, gs)
+    # acked: the bytes of the block its last SUCCESS ack covered (DataStreamer DEBUG),
+    # as the ResponseProcessor had counted them when the pipeline failed; None if no ack
+    # of the block was logged
     return [_ev("client.pipeline.error", path=path, block=block, gs=gs, stage=stage,
-                pipeline=pipeline, error_index=index, bad_node=bad, acked=None)]
+                pipeline=pipeline, error_index=index, bad_node=bad,
+                acked=mp.last_acked.get(block))]
 
 
 def _dn_transfer_ordered(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -892,7 +915,7 @@ def _cl_restarting(mp: LogMapper, m: re.Match, ln: LogLine):
     return [_ev("client.pipeline.restart_wait", path=path, block=block, dn=dn),
             _ev("client.pipeline.error", path=path, block=block, gs=gs,
                 stage=mp.stage.get(block), pipeline=mp.block_pipeline.get(block),
-                error_index=-1, bad_node=None, acked=None,
+                error_index=-1, bad_node=None, acked=mp.last_acked.get(block),
                 reason=f"A datanode is restarting: {dn}", restarting=dn)]
 
 
@@ -935,6 +958,7 @@ def _cl_ack(mp: LogMapper, m: re.Match, ln: LogLine):
     acked = mp.packet_end.pop((b[0], seqno), None)
     if acked is None:
         return []   # a heartbeat (seqno -1) or a packet sent before the log was read
+    mp.last_acked[b[0]] = acked
     return [_ev("client.ack", path=mp.block_path.get(b[0]), block=b[0], seqno=seqno,
                 acked=acked)]
 
@@ -1156,6 +1180,8 @@ TABLE_3_4: list[Rule] = [
     _r("startup_args_dn", "datanode", r"^STARTUP_MSG:\s+args = \[(.*)\]", _startup_args,
        bare=True),
     _r("shutdown_dn", "datanode", r"^SHUTDOWN_MSG: Shutting down DataNode", _shutdown, bare=True),
+    _r("shutdown_command", "datanode",
+       r"^shutdownDatanode command received \(upgrade=(\w+)\)", _dn_shutdown_command),
     # DataNode
     _r("init_replica_header", "datanode",
        r"^initReplicaRecovery: blk_(-?\d+)_(\d+), recoveryId=(\d+), replica=", _dn_init_header),
