@@ -299,6 +299,9 @@ def _add_spark(command) -> None:
                    help="its port on 127.0.0.1 (default 15002)")
     q.add_argument("--memory", default=None, metavar="SIZE",
                    help="its JVM heap (default: HDFS_CHAOS_SPARK_MEMORY, else 4g)")
+    q.add_argument("--no-warm", dest="warm", action="store_false",
+                   help="answer as soon as the server does, without verifying synthetic runs "
+                        "through it first (the first verification is then slower)")
     q.set_defaults(command=cmd_spark_up)
     actions.add_parser("down", help="stop the server").set_defaults(command=cmd_spark_down)
     actions.add_parser("status", help="say whether the server is up and where (exit 0 up, "
@@ -312,7 +315,7 @@ def cmd_spark_up(args: argparse.Namespace) -> int:
         raise UserError(f"--port {port} is not a TCP port: use 1-65535")
     before = connect.status()
     try:
-        server = connect.up(port, args.memory)
+        server = connect.up(port, args.memory, warm=args.warm)
     except connect.ConnectError as e:
         raise UserError(str(e)) from None
     what = "already up" if before is not None else "up"

@@ -136,7 +136,7 @@ def _submit_command(port: int, memory: str) -> list[str]:
 
 
 def up(port: int = DEFAULT_PORT, memory: str | None = None, timeout: float = 120.0,
-       say=print) -> Server:
+       say=print, warm: bool = True) -> Server:
     """Start the server (or return the one already up) and wait until it answers."""
     import pyspark
     server = status()
@@ -171,8 +171,9 @@ def up(port: int = DEFAULT_PORT, memory: str | None = None, timeout: float = 120
             raise ConnectError(f"the Spark Connect server did not answer within "
                                f"{timeout:.0f} s: see {log}")
         time.sleep(0.25)
-    say("warming the server up: verifying synthetic runs once")
-    _warm(server.url)
+    if warm:
+        say("warming the server up: verifying synthetic runs once")
+        _warm(server.url)
     return server
 
 

@@ -61,7 +61,7 @@ def test_verdicts_through_the_server_are_the_local_ones(cli, tmp_path):
     done = cli("spark", "status")
     assert done.returncode == 1 and done.stdout.startswith("down"), done.stdout
     port = _free_port()
-    done = cli("spark", "up", "--port", str(port))
+    done = cli("spark", "up", "--port", str(port), "--no-warm")
     assert done.returncode == 0, done.stderr
     assert f"up at sc://127.0.0.1:{port}" in done.stdout
     done = cli("spark", "status")
