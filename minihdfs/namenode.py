@@ -1310,7 +1310,11 @@ class NameNode:
             valid = self._live_replicas(info)
             if not valid:
                 continue
-            # 3.x BlockManager.computeDatanodeWork: no sweep of older-GS replicas; reports find them
+            # corrupt replicas are not deleted here but by _mark_corrupt and
+            # _invalidate_corrupt_replicas; a node holding one is no copy target
+            for dn, r in info.replicas.items():
+                if r["gs"] < info.gs and self._alive(dn):
+                    self._queue_invalidate(dn, info.id, r["gs"])
             pending = [t for (b, t) in self.pending_replication if b == info.id]
             missing = inode.replication - len(valid) - len(pending)
             if missing > 0:

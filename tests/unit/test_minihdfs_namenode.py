@@ -318,33 +318,6 @@ def test_replica_older_than_an_under_construction_block_is_corrupt(nn):
     assert not nn.events.named("nn.replica.corrupt", block=lb2["block"])
 
 
-def test_stale_replica_is_found_by_a_block_report_not_by_the_redundancy_monitor(nn):
-    """3.x: the redundancy monitor (BlockManager.computeDatanodeWork) does not look for
-    replicas of an older GS; a FINALIZED replica stored before updatePipeline bumped the
-    GS stays recorded (not a location) until a block report of it (full or incremental)
-    marks it corrupt (checkReplicaCorrupt) and markBlockAsCorrupt deletes it."""
-    nn.rpc_create("/f", "c1", replication=3)
-    lb = nn.rpc_addBlock("/f", "c1")
-    first, second, third = lb["locations"]
-    received(nn, first, lb["block"], lb["gs"], 1000)             # finalized, then cut off
-    old = {"block": lb["block"], "gs": lb["gs"], "len": 1000}
-    new_gs = nn.rpc_updateBlockForPipeline(lb["block"], "c1")["gs"]
-    assert nn.rpc_updatePipeline("c1", old, dict(old, gs=new_gs), [second, third])
-    for dn in (second, third):
-        received(nn, dn, lb["block"], new_gs, 1000)
-    assert nn.rpc_complete("/f", "c1", last=dict(old, gs=new_gs)) is True
-    for _ in range(2):
-        nn.compute_redundancy_work()
-    assert not nn.events.named("nn.replica.invalidate", block=lb["block"])
-    assert first not in nn.rpc_getBlockLocations("/f")["blocks"][0]["locations"]
-    nn.rpc_blockReport(first, [{"block": lb["block"], "gs": lb["gs"], "len": 1000,
-                                "state": "FINALIZED"}])
-    [corrupt] = nn.events.named("nn.replica.corrupt", block=lb["block"])
-    assert (corrupt["dn"], corrupt["reason"]) == (first, "genstamp_mismatch")
-    [gone] = nn.events.named("nn.replica.invalidate", block=lb["block"])
-    assert (gone["dn"], gone["gs"]) == (first, lb["gs"])
-
-
 def _closed_block(nn: NameNode, path: str, length: int = 1000) -> dict:
     """A file of one block of replication 3, every pipeline node FINALIZED, closed."""
     nn.rpc_create(path, "c1", replication=3)
