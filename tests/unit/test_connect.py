@@ -81,14 +81,13 @@ def test_get_spark_connects_to_the_remote(monkeypatch):
     from harness.reconcile import session
     seen = []
     monkeypatch.setattr(session, "_connect", lambda url: seen.append(url) or "SESSION")
+    # both saved before the call: the process's own session and master come back after
     monkeypatch.setattr(session, "_spark", None)
+    monkeypatch.setattr(session, "_master", None)
+    monkeypatch.setattr(session.atexit, "register", lambda fn: None)
     monkeypatch.setenv(connect.REMOTE_ENV, "sc://127.0.0.1:1")
-    try:
-        assert session.get_spark() == "SESSION"
-        assert seen == ["sc://127.0.0.1:1"]
-    finally:
-        monkeypatch.setattr(session, "_spark", None)
-        monkeypatch.setattr(session, "_master", None)
+    assert session.get_spark() == "SESSION"
+    assert seen == ["sc://127.0.0.1:1"]
 
 
 @pytest.mark.parametrize("value", ["localhost:15002", "spark://h:7077"])
