@@ -338,7 +338,7 @@ def cmd_spark_status(args: argparse.Namespace) -> int:
     if server is None:
         print("down (hdfs-chaos spark up starts it)")
         return EXIT_FAILED
-    answers = connect._answers(server.port)
+    answers = connect.answers(server.port)
     age = _time.time() - server.started
     print(f"up at {server.url} (pid {server.pid}, {age / 60:.0f} min, pyspark "
           f"{server.pyspark}{'' if answers else ', not answering yet'}; log {server.log})")

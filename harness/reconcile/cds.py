@@ -27,16 +27,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 GENERATOR = os.path.join(ROOT, "benchmarks", "gen_events.py")
 
 
+def synthetic_runs(folder: str, events: int) -> list[str]:
+    """Run folders of `events` synthetic events (benchmarks/gen_events.py, 10,000 a run)
+    written into `folder`."""
+    subprocess.run([sys.executable, GENERATOR, folder, "--events", str(events),
+                    "--per-run", "10000", "--procs", "1"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    return sorted(os.path.join(folder, d) for d in os.listdir(folder)
+                  if os.path.isdir(os.path.join(folder, d, "events")))
+
+
 def _train(dump: str) -> None:
     """In the child: verify synthetic runs in a JVM that dumps its classes at exit."""
     from .api import verify_runs
     from .session import get_spark, stop_spark
     with tempfile.TemporaryDirectory(prefix="hdfs-chaos-cds-") as tmp:
-        subprocess.run([sys.executable, GENERATOR, tmp, "--events", "30000",
-                        "--per-run", "10000", "--procs", "1"],
-                       check=True, stdout=subprocess.DEVNULL)
-        runs = sorted(os.path.join(tmp, d) for d in os.listdir(tmp)
-                      if os.path.isdir(os.path.join(tmp, d, "events")))
+        runs = synthetic_runs(tmp, 30000)
         spark = get_spark(log_path=os.path.join(tmp, "spark.log"), input_bytes=0,
                           dump_cds=dump)
         verify_runs(runs)

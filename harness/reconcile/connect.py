@@ -21,6 +21,8 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 
+from minihdfs.cluster import pid_alive
+
 DEFAULT_PORT = 15002    # Spark Connect's own default port
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 REMOTE_ENV = "HDFS_CHAOS_SPARK_REMOTE"   # sc://host:port, or "off" for a local session
@@ -54,24 +56,10 @@ class Server:
         return f"sc://127.0.0.1:{self.port}"
 
 
-def _alive(pid: int) -> bool:
+def answers(port: int, host: str = "127.0.0.1", timeout: float = 1.0) -> bool:
+    """True when something accepts a TCP connection at host:port."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie (our own child not yet reaped) is not a server
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def _answers(port: int, timeout: float = 1.0) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
@@ -84,7 +72,7 @@ def status() -> Server | None:
             server = Server(**json.load(f))
     except (OSError, ValueError, TypeError):
         return None
-    if not _alive(server.pid):
+    if not pid_alive(server.pid):
         _forget()
         return None
     return server
@@ -104,7 +92,7 @@ def remote_url() -> str | None:
     if explicit:
         return None if explicit == OFF else explicit
     server = status()
-    if server is not None and _answers(server.port):
+    if server is not None and answers(server.port):
         return server.url
     return None
 
@@ -142,7 +130,7 @@ def up(port: int = DEFAULT_PORT, memory: str | None = None, timeout: float = 120
     server = status()
     if server is not None:
         return server
-    if _answers(port):
+    if answers(port):
         raise ConnectError(f"port {port} on 127.0.0.1 is taken by another program: "
                            f"choose another with --port")
     memory = memory or os.environ.get("HDFS_CHAOS_SPARK_MEMORY", "4g")
@@ -161,7 +149,7 @@ def up(port: int = DEFAULT_PORT, memory: str | None = None, timeout: float = 120
     os.replace(tmp, _state_path())
     say(f"starting the Spark Connect server on 127.0.0.1:{port} (log {log})")
     deadline = time.monotonic() + timeout
-    while not _answers(port):
+    while not answers(port):
         if proc.poll() is not None:
             _forget()
             raise ConnectError(f"the Spark Connect server exited with {proc.returncode} "
@@ -182,7 +170,7 @@ def _warm(url: str) -> None:
     cds.py trains with), so that its JIT has compiled Spark's planner and the checks'
     plans before a user's first verification; a small query where the generator is not
     beside the package (an installed copy)."""
-    from .cds import GENERATOR
+    from .cds import GENERATOR, synthetic_runs
     env = dict(os.environ, HDFS_CHAOS_SPARK_REMOTE=url)
     if not os.path.exists(GENERATOR):
         code = ("from harness.reconcile.session import get_spark; "
@@ -191,11 +179,7 @@ def _warm(url: str) -> None:
                        capture_output=True, timeout=300)
         return
     with tempfile.TemporaryDirectory(prefix="hdfs-chaos-warm-") as tmp:
-        subprocess.run([sys.executable, GENERATOR, tmp, "--events", "20000",
-                        "--per-run", "10000", "--procs", "1"],
-                       check=True, stdout=subprocess.DEVNULL, timeout=300)
-        runs = sorted(os.path.join(tmp, d) for d in os.listdir(tmp)
-                      if os.path.isdir(os.path.join(tmp, d, "events")))
+        runs = synthetic_runs(tmp, 20000)
         code = ("import sys; from harness.reconcile.api import verify_runs; "
                 "[verify_runs([r]) for r in sys.argv[1:]]")
         subprocess.run([sys.executable, "-c", code, *runs], env=env, check=False,
@@ -214,9 +198,9 @@ def down(grace: float = 15.0) -> Server | None:
         except ProcessLookupError:
             break
         deadline = time.monotonic() + wait
-        while _alive(server.pid) and time.monotonic() < deadline:
+        while pid_alive(server.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if not _alive(server.pid):
+        if not pid_alive(server.pid):
             break
     _forget()
     return server

@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import socket
 import sys
 import threading
 
@@ -186,11 +185,11 @@ def _connect(url: str):
     from urllib.parse import urlsplit
     where = urlsplit(url.split(";", 1)[0])
     host, port = where.hostname or "localhost", where.port or 15002
-    try:    # the Connect client retries an unreachable server for minutes: ask first
-        socket.create_connection((host, port), timeout=5).close()
-    except OSError as exc:
-        raise SparkStartError(f"cannot reach the Spark Connect server at {url}: {exc} "
-                              f"(hdfs-chaos spark status; hdfs-chaos spark up starts one)") from exc
+    from .connect import answers
+    if not answers(port, host, timeout=5.0):   # the Connect client retries for minutes
+        raise SparkStartError(f"cannot reach the Spark Connect server at {url}: nothing "
+                              f"answers at {host}:{port} (hdfs-chaos spark status; "
+                              f"hdfs-chaos spark up starts one)")
     try:
         from pyspark.sql import SparkSession
         spark = SparkSession.builder.remote(url).getOrCreate()

@@ -80,8 +80,8 @@ def test_verdicts_through_the_server_are_the_local_ones(cli, tmp_path):
 
     done = cli("spark", "down")
     assert done.returncode == 0 and "stopped" in done.stdout
-    from harness.reconcile.connect import _alive
-    assert not _alive(pid)      # gone, or a zombie its reaper has not collected yet
+    from minihdfs.cluster import pid_alive
+    assert not pid_alive(pid)      # gone, or a zombie its reaper has not collected yet
     assert cli("spark", "status").returncode == 1
 
 
