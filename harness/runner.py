@@ -23,9 +23,8 @@ import time
 import traceback
 from typing import Any, Callable
 
-import faults
 from faults.base import FaultError
-from faults.grudge import complete_grudge, directed
+from faults.kinds import RunContext
 from harness import ports
 from harness.backends import BackendError, cleanup_all, get_backend
 from harness.scenario import AtTime, OnEvent, Scenario, ScenarioError, load_scenario
@@ -70,11 +69,9 @@ TIMER_EVENTS = frozenset({
     "nn.safemode.extension", "nn.safemode.leave", "nn.lease.renew", "client.lease.renew",
     "nn.lease.expired",
 })
-# Fault kinds done once injected. Any other fault in effect (a partition, a stopped or
-# paused node) may change the cluster again on a timer (a node declared stale or dead),
-# so a cluster under one has not settled.
-ONE_SHOT_KINDS = frozenset({"crash_client", "corrupt_replica", "delete_replica", "heal",
-                            "resume"})
+# A lasting fault in effect (a partition, a stopped or paused node: its kind's `lasting`)
+# may change the cluster again on a timer (a node declared stale or dead), so a cluster
+# under one has not settled; kinds done once injected (a crash, a corrupt replica) do not.
 
 
 class Run:
@@ -268,7 +265,7 @@ class Run:
         pending = self.engine.pending() + (self.holds.pending() if self.holds else [])
         triggers = self._pending_triggers(pending)
         lasting = [fid for fid, f in self.active.items() if getattr(f, "active", True)
-                   and self.scenario.fault(fid).kind not in ONE_SHOT_KINDS]
+                   and self.scenario.fault(fid).lasting]
         if (triggers is None or lasting or any(k[0] == "heal" for k in pending)
                 or not self.firings.empty()):
             self._settle_polls = 0
@@ -354,39 +351,31 @@ class Run:
                 self._safely(fault.heal, ident)
 
     def _inject(self, fault_id: str) -> None:
-        spec = self.scenario.fault(fault_id)
-        if spec.kind == "resume":
-            # a resume ends the pause of its target: that pause is healed, not left active
-            pauses = [fid for fid, f in self.active.items()
-                      if getattr(f, "kind", "") == "pause" and f.target == spec.target and f.active]
-            if pauses:
-                for fid in pauses:
-                    self._safely(self.active[fid].heal, fid)
-                self.fired.append(fault_id)
-                self.engine.notify_fired(fault_id)
-                return
-        if spec.kind == "heal":
-            target = self.active.get(spec.fault)
-            if target is not None:
-                self._safely(target.heal, fault_id)
-            self.fired.append(fault_id)
-            self.engine.notify_fired(fault_id)
-            return
-        spec, resolved = self._resolve_positions(spec)
+        spec, resolved = self._resolve_positions(self.scenario.fault(fault_id))
         try:
-            fault = self._build_fault(spec)
-            fault.resolved = resolved
-            fault.inject()
+            # the kind (faults.kinds.KINDS) builds and starts its effect on this run
+            fault = spec.inject(self._fault_context(), resolved)
         except (FaultError, BackendError, HdfsError, OSError, ValueError) as e:
             self.errors.append(f"fault {fault_id}: {e}")
             self.log.emit("harness.fault.error", fault=fault_id, kind=spec.kind,
                           error=type(e).__name__, reason=str(e))
+            return
+        if fault is None:   # a heal, or a resume that ended pauses: it holds nothing
+            self.fired.append(fault_id)
+            self.engine.notify_fired(fault_id)
             return
         self.active[fault_id] = fault
         self.fired.append(fault_id)
         self.engine.notify_fired(fault_id)
         where = f": {', '.join(resolved)}" if resolved else ""
         self._progress(f"fault {fault_id} ({spec.kind}) injected{where}")
+
+    def _fault_context(self) -> RunContext:
+        """What fault kinds act through on this run (faults.kinds.RunContext)."""
+        return RunContext(log=self.log, mesh=self.backend.mesh, control=self.backend.control,
+                          backend=self.backend, seed=self.seed, block_of=self._block_of,
+                          active=self.active,
+                          heal_active=lambda fid, by: self._safely(self.active[fid].heal, by))
 
     def _resolve_positions(self, spec):
         """The fault with its pipeline positions (c1.pipeline[1]) resolved to DataNode ids
@@ -412,48 +401,6 @@ class Run:
             self.errors.append(f"heal {fault_id}: {e}")
             self.log.emit("harness.fault.error", fault=fault_id, kind="heal",
                           error=type(e).__name__, reason=str(e))
-
-    def _build_fault(self, spec):
-        """From the scenario's fault (data) to a fault object that acts on this run."""
-        common = {"log": self.log, "fault_id": spec.id}
-        net = {"mesh": self.backend.mesh, **common}
-        ctl = {"control": self.backend.control, **common}
-        kind = spec.kind
-        if kind == "partition":
-            grudge = complete_grudge(spec.between) if spec.between else directed(spec.links)
-            return faults.Partition(grudge, spec.mode, **net)
-        if kind == "latency":
-            return faults.Latency(spec.links, spec.latency, spec.jitter, **net)
-        if kind == "bandwidth":
-            return faults.Bandwidth(spec.links, spec.rate, **net)
-        if kind == "cut_after_bytes":
-            return faults.CutAfterBytes(spec.links, spec.bytes, **net)
-        if kind == "reset_peer":
-            return faults.ResetPeer(spec.links, spec.timeout, **net)
-        if kind == "slicer":
-            return faults.Slicer(spec.links, spec.average_size, spec.size_variation,
-                                 spec.delay, **net)
-        if kind == "kill":
-            return faults.Kill(spec.target, stay_down=spec.stay_down, **ctl)
-        if kind == "restart":
-            return faults.Restart(spec.target, spec.down, **ctl)
-        if kind == "pause":
-            return faults.Pause(spec.target, **ctl)
-        if kind == "resume":
-            return faults.Resume(spec.target, **ctl)
-        if kind == "crash_client":
-            return faults.CrashClient(spec.target, **ctl)
-        if kind == "disconnect":
-            return self.backend.disconnect_fault(spec.target, **common) \
-                if hasattr(self.backend, "disconnect_fault") else _raise(BackendError(
-                    f"fault {spec.id}: disconnect needs --backend docker"))
-        if kind in ("corrupt_replica", "delete_replica"):
-            block = spec.block if spec.block is not None else self._block_of(spec.file, spec.index)
-            cls = faults.CorruptReplica if kind == "corrupt_replica" else faults.DeleteReplica
-            extra = {"seed": self.seed} if kind == "corrupt_replica" else {}
-            return cls(self.backend.storage_path(spec.target), block, node=spec.target,
-                       **extra, **common)
-        raise RunError(f"fault kind {kind!r} is not supported by the runner")
 
     def _block_of(self, path: str, index: int) -> int:
         return self.system.block_of(self.backend, path, index)
@@ -634,10 +581,6 @@ def verify_outcomes(outcomes: list[RunOutcome], progress: Progress | None = None
 
 def _is_exact(trigger) -> bool:
     return getattr(trigger, "exact", False) is True
-
-
-def _raise(e: Exception):
-    raise e
 
 
 def _install_signal_handlers():

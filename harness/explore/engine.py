@@ -47,6 +47,7 @@ class ExploreError(RuntimeError):
 # (or a mutation study beside an exploration) cut PORT_RANGE into the same slices by
 # worker index, and a run of one lost a port to a run of the other.
 from .. import ports
+from ..scenario import kind_names
 
 
 def worker_pool(workers: int, package_root: str | None = None) -> cf.ProcessPoolExecutor:
@@ -341,7 +342,7 @@ class Explorer:
         if inject is None:
             return []
         first = parent.steps[0]
-        gone = first.fault.target if first.fault.kind in ("kill", "crash_client") else None
+        gone = first.fault.target if first.fault.kind in kind_names(ends_node=True) else None
         done = self.clients_done(events)
         by_sig: dict[str, list[Schedule]] = {}
         for p in extract_points(events, start):

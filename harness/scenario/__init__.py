@@ -16,6 +16,8 @@ from .model import (CHECK_IDS, FAULT_KINDS, OPERATIONS, AfterFault, AtTime, Band
                     Latency, LinkFault, OnEvent, Operation, Partition, Pause, RecoveryCounts,
                     ReplicaFault, ResetPeer, Restart, Resume, Scenario, Slicer, Trigger,
                     between_links)
+from faults.kinds import kind_names
+
 from .schema import SCHEMA_PATH, scenario_json_schema, schema_is_current, write_schema
 
 __all__ = [
@@ -26,5 +28,5 @@ __all__ = [
     "FileExpectation", "Heal", "Kill", "Latency", "LinkFault", "OnEvent", "Operation",
     "Partition", "Pause", "RecoveryCounts", "ReplicaFault", "ResetPeer", "Restart", "Resume",
     "Scenario", "Slicer", "Trigger", "between_links", "SCHEMA_PATH", "scenario_json_schema",
-    "schema_is_current", "write_schema",
+    "schema_is_current", "write_schema", "kind_names",
 ]

@@ -16,6 +16,9 @@ from typing import Any, ClassVar, Union
 
 import yaml
 
+from faults import disk as disk_effects, network as net_effects, process as node_effects
+from faults.grudge import complete_grudge, directed
+from faults.kinds import KINDS, RunContext, kind_names, register
 from minihdfs.catalogue import EVENTS
 from minihdfs.config import KEYS, Config
 
@@ -241,9 +244,17 @@ _DN_OR_POSITION = "the DataNode, or its place in a client's pipeline such as c1.
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Fault:
-    """A fault: injected when `at` fires, healed after `duration` or when `heal` fires."""
+    """A fault: injected when `at` fires, healed after `duration` or when `heal` fires.
 
-    kind: ClassVar[str] = ""
+    Each kind is a subclass registered with `@register("name")` (faults.kinds): its
+    fields, `check`, and `effect(ctx)`, the faults.base.Fault that acts on the run."""
+
+    kind: ClassVar[str] = ""      # set by @register
+    # in effect from inject until healed (a cut link, a stopped node: the cluster may
+    # still change under it); False: done once injected
+    lasting: ClassVar[bool] = True
+    # the target node is gone for good once injected (killed, crashed)
+    ends_node: ClassVar[bool] = False
     id: str = spec(Str(ID_PATTERN, _ID), "unique id of the fault",
                    required="every fault has an id")
     at: Trigger = spec(TRIGGER, "when to inject the fault",
@@ -272,6 +283,25 @@ class Fault:
         """The nodes this fault acts on (for logs and reports)."""
         target = getattr(self, "target", None)
         return (target,) if target else ()
+
+    def effect(self, ctx: RunContext):
+        """The faults.base.Fault that does this fault on the run of `ctx` (not started)."""
+        raise NotImplementedError(f"fault kind {self.kind!r} has no effect")
+
+    def inject(self, ctx: RunContext, resolved=()):
+        """Starts this fault on the run: returns the started effect (the run heals it
+        later), or None when the fault acted on other faults and holds nothing itself.
+        `resolved` are the pipeline positions its target was named by."""
+        effect = self.effect(ctx)
+        effect.resolved = resolved
+        effect.inject()
+        return effect
+
+    def _common(self, ctx: RunContext) -> dict[str, Any]:
+        return {"log": ctx.log, "fault_id": self.id}
+
+    def _ctl(self, ctx: RunContext) -> dict[str, Any]:
+        return {"control": ctx.control, **self._common(ctx)}
 
 
 _ANY = NodeRef(ANY_NODE, "a link joins two nodes", positions=True)
@@ -320,6 +350,9 @@ class LinkFault(Fault):
     def targets(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(n for link in self.links for n in link))
 
+    def _net(self, ctx: RunContext) -> dict[str, Any]:
+        return {"mesh": ctx.mesh, **self._common(ctx)}
+
 
 def between_links(groups) -> tuple[tuple[str, str], ...]:
     """Every directed link from a node of one group to a node of another group."""
@@ -327,54 +360,70 @@ def between_links(groups) -> tuple[tuple[str, str], ...]:
                  if i != j for a in ga for b in gb)
 
 
+@register("partition")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Partition(LinkFault):
     """Cut links: `blackhole` (timeout toxic: bytes vanish) or `reject` (proxy down)."""
 
-    kind: ClassVar[str] = "partition"
     mode: str = spec(Enum(("blackhole", "reject"), "partition mode"),
                      "blackhole: data is dropped silently; reject: connections are refused",
                      default="blackhole", example="blackhole")
 
+    def effect(self, ctx):
+        grudge = complete_grudge(self.between) if self.between else directed(self.links)
+        return net_effects.Partition(grudge, self.mode, **self._net(ctx))
 
+
+@register("latency")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Latency(LinkFault):
     """Delay every byte on the links by `latency` +- `jitter`."""
 
-    kind: ClassVar[str] = "latency"
     latency: float = spec(Duration(), "added delay", required=True)
     jitter: float = spec(Duration(), "random variation of the delay", default=0.0, example="0s")
 
+    def effect(self, ctx):
+        return net_effects.Latency(self.links, self.latency, self.jitter, **self._net(ctx))
 
+
+@register("bandwidth")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Bandwidth(LinkFault):
     """Limit the links to `rate` bytes per second."""
 
-    kind: ClassVar[str] = "bandwidth"
     rate: int = spec(Rate(), "bytes per second, e.g. 1MiB", required=True)
 
+    def effect(self, ctx):
+        return net_effects.Bandwidth(self.links, self.rate, **self._net(ctx))
 
+
+@register("cut_after_bytes")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CutAfterBytes(LinkFault):
     """Close the connections on the links once `bytes` have passed (Toxiproxy limit_data)."""
 
-    kind: ClassVar[str] = "cut_after_bytes"
     bytes: int = spec(Size(), "bytes let through before the cut", required=True)
 
+    def effect(self, ctx):
+        return net_effects.CutAfterBytes(self.links, self.bytes, **self._net(ctx))
 
+
+@register("reset_peer")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ResetPeer(LinkFault):
     """Reset the connections on the links (TCP RST) after `timeout`."""
 
-    kind: ClassVar[str] = "reset_peer"
     timeout: float = spec(Duration(), "time before the reset", default=0.0, example="0s")
 
+    def effect(self, ctx):
+        return net_effects.ResetPeer(self.links, self.timeout, **self._net(ctx))
 
+
+@register("slicer")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Slicer(LinkFault):
     """Slice the data on the links into small pieces, `delay` apart."""
 
-    kind: ClassVar[str] = "slicer"
     average_size: int = spec(Size(), "average bytes per slice", required=True)
     size_variation: int = spec(Size(), "variation of the slice size", default=0, example=0)
     delay: float = spec(Duration(), "delay between slices", default=0.0, example="0s")
@@ -390,21 +439,33 @@ class Slicer(LinkFault):
                          f"must be smaller than average_size ({average} bytes)")
         return values
 
+    def effect(self, ctx):
+        return net_effects.Slicer(self.links, self.average_size, self.size_variation,
+                                  self.delay, **self._net(ctx))
 
+
+@register("disconnect")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Disconnect(Fault):
     """Disconnect a node's container from the run network (docker backend)."""
 
-    kind: ClassVar[str] = "disconnect"
     target: str = spec(NodeRef(ANY_NODE, "disconnect needs a node", positions=True),
                        _NODE_OR_POSITION, required=True)
 
+    def effect(self, ctx):
+        if not hasattr(ctx.backend, "disconnect_fault"):
+            from harness.backends import BackendError
+            raise BackendError(f"fault {self.id}: disconnect needs --backend docker")
+        return ctx.backend.disconnect_fault(self.target, **self._common(ctx))
 
+
+@register("kill")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Kill(Fault):
     """SIGKILL a node (healing starts it again)."""
 
-    kind: ClassVar[str] = "kill"
+    ends_node: ClassVar[bool] = True
+
     target: str = spec(NodeRef(ANY_NODE, "kill needs a node", positions=True),
                        _NODE_OR_POSITION, required=True)
     stay_down: bool = spec(Bool(), "a DataNode not started again when the run heals its "
@@ -430,31 +491,42 @@ class Kill(Fault):
                       "crash_client)")
         return values
 
+    def effect(self, ctx):
+        return node_effects.Kill(self.target, stay_down=self.stay_down, **self._ctl(ctx))
 
+
+@register("restart")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Restart(Fault):
     """Stop the NameNode or a DataNode, wait `down`, start it again."""
 
-    kind: ClassVar[str] = "restart"
     target: str = spec(NodeRef(SERVER, "restart needs the NameNode or a DataNode",
                                positions=True), _NODE_OR_POSITION, required=True)
     down: float = spec(Duration(), "how long the node stays down", default=0.0, example="0s")
 
+    def effect(self, ctx):
+        return node_effects.Restart(self.target, self.down, **self._ctl(ctx))
 
+
+@register("pause")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Pause(Fault):
     """SIGSTOP a node (a long GC pause); healing or a `resume` fault continues it."""
 
-    kind: ClassVar[str] = "pause"
     target: str = spec(NodeRef(ANY_NODE, "pause needs a node", positions=True),
                        _NODE_OR_POSITION, required=True)
 
+    def effect(self, ctx):
+        return node_effects.Pause(self.target, **self._ctl(ctx))
 
+
+@register("resume")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Resume(Fault):
     """SIGCONT a node that a `pause` fault stopped."""
 
-    kind: ClassVar[str] = "resume"
+    lasting: ClassVar[bool] = False
+
     target: str = spec(NodeRef(ANY_NODE, "resume needs a node", positions=(
         "a resume names the node its pause stopped, not a pipeline position (the pipeline "
         "has changed by then); end that pause with duration: or {kind: heal, fault: ID}")),
@@ -468,14 +540,34 @@ class Resume(Fault):
                                                 f"{name}")
         return values
 
+    def inject(self, ctx, resolved=()):
+        # a resume ends the pause of its target: that pause is healed, not left active
+        pauses = [fid for fid, f in ctx.active.items()
+                  if getattr(f, "kind", "") == Pause.kind and f.target == self.target
+                  and f.active]
+        if not pauses:
+            return super().inject(ctx, resolved)
+        for fid in pauses:
+            ctx.heal_active(fid, fid)
+        return None
 
+    def effect(self, ctx):
+        return node_effects.Resume(self.target, **self._ctl(ctx))
+
+
+@register("crash_client")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CrashClient(Fault):
     """Kill a client process mid-write: its lease is left to expire and be recovered."""
 
-    kind: ClassVar[str] = "crash_client"
+    lasting: ClassVar[bool] = False
+    ends_node: ClassVar[bool] = True
+
     target: str = spec(NodeRef((CLIENT,), "crash_client needs a client"),
                        "the client id", required=True)
+
+    def effect(self, ctx):
+        return node_effects.CrashClient(self.target, **self._ctl(ctx))
 
 
 def _replica_schema(out: dict, defs: dict) -> None:
@@ -487,6 +579,8 @@ def _replica_schema(out: dict, defs: dict) -> None:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ReplicaFault(Fault):
     """A disk fault on one replica of a DataNode: `block` id, or `file` + block `index`."""
+
+    lasting: ClassVar[bool] = False   # permanent: nothing to heal
 
     json_schema_extra: ClassVar = staticmethod(_replica_schema)
 
@@ -512,30 +606,47 @@ class ReplicaFault(Fault):
             ctx.error_at(child(path, "index"), "index needs file")
         return values
 
+    def _replica(self, ctx: RunContext) -> tuple[Any, int]:
+        """(the target's storage folder, the block id: given, or asked of the NameNode)."""
+        block = self.block if self.block is not None else ctx.block_of(self.file, self.index)
+        return ctx.backend.storage_path(self.target), block
 
+
+@register("corrupt_replica")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CorruptReplica(ReplicaFault):
     """Flip bytes of a replica's data file, so checksums no longer match."""
 
-    kind: ClassVar[str] = "corrupt_replica"
     target: str = spec(NodeRef((DATANODE,), "corrupt_replica needs a DataNode",
                                positions=True), _DN_OR_POSITION, required=True)
 
+    def effect(self, ctx):
+        storage, block = self._replica(ctx)
+        return disk_effects.CorruptReplica(storage, block, node=self.target, seed=ctx.seed,
+                                           **self._common(ctx))
 
+
+@register("delete_replica")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DeleteReplica(ReplicaFault):
     """Delete a replica's data and meta files from a DataNode's disk."""
 
-    kind: ClassVar[str] = "delete_replica"
     target: str = spec(NodeRef((DATANODE,), "delete_replica needs a DataNode",
                                positions=True), _DN_OR_POSITION, required=True)
 
+    def effect(self, ctx):
+        storage, block = self._replica(ctx)
+        return disk_effects.DeleteReplica(storage, block, node=self.target,
+                                          **self._common(ctx))
 
+
+@register("heal")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Heal(Fault):
     """Heal another fault (`fault`) when `at` fires."""
 
-    kind: ClassVar[str] = "heal"
+    lasting: ClassVar[bool] = False
+
     fault: str = spec(Ref("fault", "a fault id"), "the id of the fault to heal", required=True)
 
     @classmethod
@@ -545,11 +656,15 @@ class Heal(Fault):
                 ctx.error_at(child(path, name), f"a heal fault has no {name}")
         return values
 
+    def inject(self, ctx, resolved=()):
+        if self.fault in ctx.active:
+            ctx.heal_active(self.fault, self.id)
+        return None
 
-FAULT_KINDS: dict[str, type[Fault]] = {cls.kind: cls for cls in (
-    Partition, Latency, Bandwidth, CutAfterBytes, ResetPeer, Slicer, Disconnect,
-    Kill, Restart, Pause, Resume, CrashClient, CorruptReplica, DeleteReplica, Heal)}
-"""Every fault kind a scenario may use, by its YAML name."""
+
+FAULT_KINDS: dict[str, type[Fault]] = KINDS
+"""Every fault kind a scenario may use, by its YAML name: the registry (faults.kinds),
+the classes above and any registered later."""
 
 
 class FaultType(ValueType):

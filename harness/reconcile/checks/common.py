@@ -13,6 +13,7 @@ import dataclasses
 
 from pyspark.sql import Column, DataFrame, Window, functions as F
 
+from ...scenario import kind_names
 from ..load import RunSet
 
 INF = float("inf")
@@ -159,7 +160,7 @@ def node_deaths(runs: RunSet) -> DataFrame:
         direct = runs.of("harness.node.kill", "harness.node.stop").select(
             "run_id", "target", "ts", "event")
         crash = (runs.of("harness.fault.inject")
-                 .filter(F.col("kind").isin("crash_client", "kill"))
+                 .filter(F.col("kind").isin(*sorted(kind_names(ends_node=True))))
                  .select("run_id", "target", "ts", "event"))
         return direct.unionByName(crash).filter(F.col("target").isNotNull())
     return runs.memo("node_deaths", build)
