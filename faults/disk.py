@@ -70,7 +70,7 @@ def _check_block_id(block_id: Any, kind: str) -> int:
     return block_id
 
 
-class ReplicaFault(Fault):
+class DiskFault(Fault):
     """A fault on the replica of one block on one DataNode's storage folder."""
 
     def __init__(self, storage: str | os.PathLike, block_id: int, *, node: str | None = None,
@@ -108,7 +108,7 @@ class ReplicaFault(Fault):
         pass  # permanent by design, see the module docstring
 
 
-class CorruptReplica(ReplicaFault):
+class CorruptReplica(DiskFault):
     """Flips `nbytes` bytes of the replica's data file (never its meta file), at
     positions drawn from `seed`, so the stored CRCs no longer match and a reader or
     the block scanner must report a checksum error. The same seed and file length
@@ -151,7 +151,7 @@ class CorruptReplica(ReplicaFault):
             os.fsync(f.fileno())
 
 
-class DeleteReplica(ReplicaFault):
+class DeleteReplica(DiskFault):
     """Deletes the replica's data and meta files, as a lost disk sector or an operator
     mistake would; every copy found under finalized, rbw and tmp goes."""
 

@@ -10,11 +10,12 @@ file cannot run; otherwise every value is checked, durations are seconds and siz
 from .issues import Issue, ScenarioError
 from .loader import (check_scenario_file, check_scenario_text, load_scenario,
                      load_scenario_text, validate_files)
-from .model import (CHECK_IDS, FAULT_KINDS, OPERATIONS, AfterFault, AtTime, Bandwidth,
-                    Cluster, CorruptReplica, CountBound, CrashClient, CutAfterBytes,
-                    DeleteReplica, Disconnect, Expect, Fault, FileExpectation, Heal, Kill,
-                    Latency, LinkFault, OnEvent, Operation, Partition, Pause, RecoveryCounts,
-                    ReplicaFault, ResetPeer, Restart, Resume, Scenario, Slicer, Trigger,
+from .model import (CHECK_IDS, FAULT_KINDS, OPERATIONS, AfterFault, AtTime, BandwidthFault,
+                    Cluster, CorruptReplicaFault, CountBound, CrashClientFault,
+                    CutAfterBytesFault, DeleteReplicaFault, DisconnectFault, Expect, Fault,
+                    FileExpectation, HealFault, KillFault, LatencyFault, LinkFault, OnEvent,
+                    Operation, PartitionFault, PauseFault, RecoveryCounts, ReplicaFault,
+                    ResetPeerFault, RestartFault, ResumeFault, Scenario, SlicerFault, Trigger,
                     between_links)
 from faults.kinds import kind_names
 
@@ -23,10 +24,11 @@ from .schema import SCHEMA_PATH, scenario_json_schema, schema_is_current, write_
 __all__ = [
     "Issue", "ScenarioError", "check_scenario_file", "check_scenario_text", "load_scenario",
     "load_scenario_text", "validate_files", "CHECK_IDS", "FAULT_KINDS", "OPERATIONS",
-    "AfterFault", "AtTime", "Bandwidth", "Cluster", "CorruptReplica", "CountBound",
-    "CrashClient", "CutAfterBytes", "DeleteReplica", "Disconnect", "Expect", "Fault",
-    "FileExpectation", "Heal", "Kill", "Latency", "LinkFault", "OnEvent", "Operation",
-    "Partition", "Pause", "RecoveryCounts", "ReplicaFault", "ResetPeer", "Restart", "Resume",
-    "Scenario", "Slicer", "Trigger", "between_links", "SCHEMA_PATH", "scenario_json_schema",
+    "AfterFault", "AtTime", "BandwidthFault", "Cluster", "CorruptReplicaFault", "CountBound",
+    "CrashClientFault", "CutAfterBytesFault", "DeleteReplicaFault", "DisconnectFault", "Expect",
+    "Fault", "FileExpectation", "HealFault", "KillFault", "LatencyFault", "LinkFault", "OnEvent",
+    "Operation", "PartitionFault", "PauseFault", "RecoveryCounts", "ReplicaFault",
+    "ResetPeerFault", "RestartFault", "ResumeFault",
+    "Scenario", "SlicerFault", "Trigger", "between_links", "SCHEMA_PATH", "scenario_json_schema",
     "schema_is_current", "write_schema", "kind_names",
 ]

@@ -25,7 +25,7 @@ from .fields import INVALID, Context, Reference, child, item, read
 from .issues import Issue, ScenarioError, did_you_mean
 from .positions import parse_position
 from .model import (CLIENT, DATANODE, HARNESS, NAMENODE, SCENARIO, AfterFault, AtTime,
-                    Heal, OnEvent, Resume, Scenario)
+                    Fault, OnEvent, Scenario)
 
 _ROLE_PHRASE = {NAMENODE: "the NameNode", DATANODE: "a DataNode", CLIENT: "a client",
                 HARNESS: "the harness"}
@@ -239,8 +239,6 @@ class _Plan:
         self.kinds = {f.get("id"): f.get("kind") for f in self.faults if isinstance(f.get("id"), str)}
         self.paths = {w.get("path") for w in self.workload if isinstance(w.get("path"), str)}
         self.workload_ids = [w.get("id") for w in self.workload]
-        self.paused = {f.get("target") for f in self.faults          # a target of the wrong
-                       if f.get("kind") == "pause" and isinstance(f.get("target"), str)}  # type is reported elsewhere
         try:
             self.timeout: float | None = parse_duration(doc.get("timeout", "120s"))
         except ConfigError:
@@ -291,11 +289,8 @@ def _resolve(ctx: Context, doc: dict) -> None:
             _check_exact(ctx, plan, path, obj)
         if isinstance(obj, (AtTime, OnEvent, AfterFault)):
             _check_within_timeout(ctx, plan, path, obj)
-        if isinstance(obj, Resume) and obj.target not in plan.paused:
-            ctx.error_at(child(path, "target"), f"resume of {obj.target!r}, which no pause "
-                                                "fault stops")
-        if isinstance(obj, Heal):
-            _check_heal(ctx, plan, path, obj)
+        if isinstance(obj, Fault):
+            obj.check_in_scenario(ctx, plan, path)   # what its kind checks across faults
     _check_after_chains(ctx, plan)
 
 
@@ -473,15 +468,6 @@ def _check_within_timeout(ctx: Context, plan: _Plan, path: str, trigger: Any) ->
     if earliest > plan.timeout:
         ctx.error_at(path, f"{earliest:g}s is past the scenario timeout ({plan.timeout:g}s); "
                            "it would never fire")
-
-
-def _check_heal(ctx: Context, plan: _Plan, path: str, heal: Heal) -> None:
-    own = plan.fault_ids[int(path[len("faults["):-1])] if path.startswith("faults[") else None
-    if heal.fault == own:
-        ctx.error_at(child(path, "fault"), "a heal cannot heal itself")
-    elif plan.kinds.get(heal.fault) == "heal":
-        ctx.error_at(child(path, "fault"), f"{heal.fault!r} is itself a heal; name the fault "
-                                           "it heals")
 
 
 def _check_after_chains(ctx: Context, plan: _Plan) -> None:

@@ -1,9 +1,10 @@
 """The scenario as data: plain, printable, comparable dataclasses.
 
 One class per thing a scenario names (ARCHITECTURE.md, "Scenario format"): the cluster,
-the workload operations, the faults (one class per kind, `kind` a class attribute), the
-triggers that time them and the `expect:` block. Durations are seconds (float), sizes
-bytes (int), whatever units the YAML used. Each field says with `spec(...)` how it is
+the workload operations, the faults (one class per kind, registered in faults.kinds with
+its YAML fields, its checks and the effect it starts on a run), the triggers that time
+them and the `expect:` block. Durations are seconds (float), sizes bytes (int), whatever
+units the YAML used. Each field says with `spec(...)` how it is
 read from YAML; the loader and the JSON Schema both follow those declarations, so the
 format has one definition.
 """
@@ -16,15 +17,17 @@ from typing import Any, ClassVar, Union
 
 import yaml
 
-from faults import disk as disk_effects, network as net_effects, process as node_effects
-from faults.grudge import complete_grudge, directed
-from faults.kinds import KINDS, RunContext, kind_names, register
 from minihdfs.catalogue import EVENTS
 from minihdfs.config import KEYS, Config
 
 from .fields import (INVALID, AnyValue, Bool, Context, Duration, Enum, HadoopConfig, Int,
                      ListOf, MapOf, NodeRef, Pair, Rate, Ref, Size, Str, Struct, Text,
                      ValueType, child, did_you_mean, spec, yaml_fields)
+
+# the effects each kind starts (faults/), and the registry of kinds
+from faults import disk as disk_effects, network as net_effects, process as node_effects
+from faults.grudge import complete_grudge, directed
+from faults.kinds import KINDS, RunContext, register
 
 CHECK_IDS: tuple[str, ...] = (
     ("I1",) + tuple(f"P{i}" for i in range(1, 8)) + tuple(f"L{i}" for i in range(1, 7))
@@ -284,6 +287,11 @@ class Fault:
         target = getattr(self, "target", None)
         return (target,) if target else ()
 
+    def check_in_scenario(self, ctx: Context, plan, path: str) -> None:
+        """Checks that need the other faults, once all are read; `plan` is the loader's
+        view of the raw scenario (`faults`: the fault mappings, `fault_ids`, `kinds`:
+        id -> kind). Errors go to `ctx`."""
+
     def effect(self, ctx: RunContext):
         """The faults.base.Fault that does this fault on the run of `ctx` (not started)."""
         raise NotImplementedError(f"fault kind {self.kind!r} has no effect")
@@ -293,6 +301,7 @@ class Fault:
         later), or None when the fault acted on other faults and holds nothing itself.
         `resolved` are the pipeline positions its target was named by."""
         effect = self.effect(ctx)
+        effect.kind = self.kind   # the inject event names the scenario's kind
         effect.resolved = resolved
         effect.inject()
         return effect
@@ -362,7 +371,7 @@ def between_links(groups) -> tuple[tuple[str, str], ...]:
 
 @register("partition")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Partition(LinkFault):
+class PartitionFault(LinkFault):
     """Cut links: `blackhole` (timeout toxic: bytes vanish) or `reject` (proxy down)."""
 
     mode: str = spec(Enum(("blackhole", "reject"), "partition mode"),
@@ -376,7 +385,7 @@ class Partition(LinkFault):
 
 @register("latency")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Latency(LinkFault):
+class LatencyFault(LinkFault):
     """Delay every byte on the links by `latency` +- `jitter`."""
 
     latency: float = spec(Duration(), "added delay", required=True)
@@ -388,7 +397,7 @@ class Latency(LinkFault):
 
 @register("bandwidth")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Bandwidth(LinkFault):
+class BandwidthFault(LinkFault):
     """Limit the links to `rate` bytes per second."""
 
     rate: int = spec(Rate(), "bytes per second, e.g. 1MiB", required=True)
@@ -399,7 +408,7 @@ class Bandwidth(LinkFault):
 
 @register("cut_after_bytes")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CutAfterBytes(LinkFault):
+class CutAfterBytesFault(LinkFault):
     """Close the connections on the links once `bytes` have passed (Toxiproxy limit_data)."""
 
     bytes: int = spec(Size(), "bytes let through before the cut", required=True)
@@ -410,7 +419,7 @@ class CutAfterBytes(LinkFault):
 
 @register("reset_peer")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ResetPeer(LinkFault):
+class ResetPeerFault(LinkFault):
     """Reset the connections on the links (TCP RST) after `timeout`."""
 
     timeout: float = spec(Duration(), "time before the reset", default=0.0, example="0s")
@@ -421,7 +430,7 @@ class ResetPeer(LinkFault):
 
 @register("slicer")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Slicer(LinkFault):
+class SlicerFault(LinkFault):
     """Slice the data on the links into small pieces, `delay` apart."""
 
     average_size: int = spec(Size(), "average bytes per slice", required=True)
@@ -446,7 +455,7 @@ class Slicer(LinkFault):
 
 @register("disconnect")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Disconnect(Fault):
+class DisconnectFault(Fault):
     """Disconnect a node's container from the run network (docker backend)."""
 
     target: str = spec(NodeRef(ANY_NODE, "disconnect needs a node", positions=True),
@@ -461,7 +470,7 @@ class Disconnect(Fault):
 
 @register("kill")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Kill(Fault):
+class KillFault(Fault):
     """SIGKILL a node (healing starts it again)."""
 
     ends_node: ClassVar[bool] = True
@@ -497,7 +506,7 @@ class Kill(Fault):
 
 @register("restart")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Restart(Fault):
+class RestartFault(Fault):
     """Stop the NameNode or a DataNode, wait `down`, start it again."""
 
     target: str = spec(NodeRef(SERVER, "restart needs the NameNode or a DataNode",
@@ -510,7 +519,7 @@ class Restart(Fault):
 
 @register("pause")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Pause(Fault):
+class PauseFault(Fault):
     """SIGSTOP a node (a long GC pause); healing or a `resume` fault continues it."""
 
     target: str = spec(NodeRef(ANY_NODE, "pause needs a node", positions=True),
@@ -522,7 +531,7 @@ class Pause(Fault):
 
 @register("resume")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Resume(Fault):
+class ResumeFault(Fault):
     """SIGCONT a node that a `pause` fault stopped."""
 
     lasting: ClassVar[bool] = False
@@ -540,10 +549,17 @@ class Resume(Fault):
                                                 f"{name}")
         return values
 
+    def check_in_scenario(self, ctx, plan, path):
+        paused = {f.get("target") for f in plan.faults   # a target of the wrong type is
+                  if f.get("kind") == PauseFault.kind and isinstance(f.get("target"), str)}
+        if self.target not in paused:                      # reported elsewhere
+            ctx.error_at(child(path, "target"), f"resume of {self.target!r}, which no pause "
+                                                "fault stops")
+
     def inject(self, ctx, resolved=()):
         # a resume ends the pause of its target: that pause is healed, not left active
         pauses = [fid for fid, f in ctx.active.items()
-                  if getattr(f, "kind", "") == Pause.kind and f.target == self.target
+                  if getattr(f, "kind", "") == PauseFault.kind and f.target == self.target
                   and f.active]
         if not pauses:
             return super().inject(ctx, resolved)
@@ -557,7 +573,7 @@ class Resume(Fault):
 
 @register("crash_client")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CrashClient(Fault):
+class CrashClientFault(Fault):
     """Kill a client process mid-write: its lease is left to expire and be recovered."""
 
     lasting: ClassVar[bool] = False
@@ -614,7 +630,7 @@ class ReplicaFault(Fault):
 
 @register("corrupt_replica")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CorruptReplica(ReplicaFault):
+class CorruptReplicaFault(ReplicaFault):
     """Flip bytes of a replica's data file, so checksums no longer match."""
 
     target: str = spec(NodeRef((DATANODE,), "corrupt_replica needs a DataNode",
@@ -628,7 +644,7 @@ class CorruptReplica(ReplicaFault):
 
 @register("delete_replica")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class DeleteReplica(ReplicaFault):
+class DeleteReplicaFault(ReplicaFault):
     """Delete a replica's data and meta files from a DataNode's disk."""
 
     target: str = spec(NodeRef((DATANODE,), "delete_replica needs a DataNode",
@@ -642,7 +658,7 @@ class DeleteReplica(ReplicaFault):
 
 @register("heal")
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Heal(Fault):
+class HealFault(Fault):
     """Heal another fault (`fault`) when `at` fires."""
 
     lasting: ClassVar[bool] = False
@@ -655,6 +671,14 @@ class Heal(Fault):
             if name in given:
                 ctx.error_at(child(path, name), f"a heal fault has no {name}")
         return values
+
+    def check_in_scenario(self, ctx, plan, path):
+        own = plan.fault_ids[int(path[len("faults["):-1])] if path.startswith("faults[") else None
+        if self.fault == own:
+            ctx.error_at(child(path, "fault"), "a heal cannot heal itself")
+        elif plan.kinds.get(self.fault) == self.kind:
+            ctx.error_at(child(path, "fault"), f"{self.fault!r} is itself a heal; name the "
+                                               "fault it heals")
 
     def inject(self, ctx, resolved=()):
         if self.fault in ctx.active:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness.scenario import (CHECK_IDS, FAULT_KINDS, AfterFault, AtTime, Cluster,
-                              CountBound, CrashClient, Expect, FileExpectation, OnEvent,
-                              Operation, Partition, RecoveryCounts, Scenario, between_links,
-                              load_scenario, load_scenario_text)
+                              CountBound, CrashClientFault, Expect, FileExpectation, OnEvent,
+                              Operation, PartitionFault, RecoveryCounts, Scenario,
+                              between_links, load_scenario, load_scenario_text)
 
 CORPUS = Path(__file__).resolve().parent.parent / "scenario_corpus"
 EXAMPLE = CORPUS / "valid" / "architecture-example.yaml"
@@ -54,11 +54,12 @@ def test_architecture_example_gives_the_expected_dataclasses():
         workload=(Operation(id="w1", client="c1", op="write", path="/data/f1", size=4 * MiB,
                             hflush_every=MiB, close=True, at=AtTime(0.0)),),
         faults=(
-            CrashClient(id="crash", target="c1",
-                        at=OnEvent(event="client.hflush", node="c1", nth=2)),
-            Partition(id="cut", between=(("dn1",), ("dn2", "dn3")),
-                      links=(("dn1", "dn2"), ("dn1", "dn3"), ("dn2", "dn1"), ("dn3", "dn1")),
-                      mode="blackhole", at=AfterFault(after="crash", delay=0.5), duration=5.0),
+            CrashClientFault(id="crash", target="c1",
+                             at=OnEvent(event="client.hflush", node="c1", nth=2)),
+            PartitionFault(id="cut", between=(("dn1",), ("dn2", "dn3")),
+                           links=(("dn1", "dn2"), ("dn1", "dn3"), ("dn2", "dn1"), ("dn3", "dn1")),
+                           mode="blackhole", at=AfterFault(after="crash", delay=0.5),
+                           duration=5.0),
         ),
         expect=Expect(checks="all",
                       files={"/data/f1": FileExpectation(closed=True, min_len="hflushed",
@@ -159,7 +160,7 @@ def test_scenarios_compare_by_content_not_by_source():
 def test_scenarios_print_in_domain_terms():
     scenario = load_scenario(EXAMPLE)
     text = repr(scenario)
-    assert "CrashClient(id='crash'" in text and "Partition(id='cut'" in text
+    assert "CrashClientFault(id='crash'" in text and "PartitionFault(id='cut'" in text
     assert "source_text" not in text
     assert str(scenario.faults[0].at) == "on client.hflush node=c1 nth=2"
     assert str(scenario.faults[1].at) == "after crash + 0.5s"
