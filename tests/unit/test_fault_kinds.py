@@ -221,3 +221,15 @@ def test_heal_and_resume_end_other_faults_and_hold_nothing(tmp_path):
     assert sc.fault("h").inject(ctx) is None and healed[-1] == ("pz", "h")
     ctx.active = {}
     assert sc.fault("h").inject(ctx) is None and len(healed) == 2
+
+
+def test_a_heal_fault_heals_a_registered_kind_through_the_runner(tmp_path, mark_kind):
+    sc = load_scenario_text(BASE + "  - {id: m1, kind: mark, target: dn1, at: 1s}\n"
+                                   "  - {id: h1, kind: heal, fault: m1, at: 2s}\n")
+    run = _run(tmp_path, sc)
+    run._inject("m1")
+    run._inject("h1")
+    assert mark_kind.done == [("mark", "dn1", "red"), ("unmark", "dn1")]
+    assert run.fired == ["m1", "h1"] and list(run.active) == ["m1"] and run.errors == []
+    assert not run.active["m1"].active
+    run.log.close()
