@@ -1,7 +1,8 @@
 """Everything that breaks things: the Toxiproxy link mesh and its network faults, node
 faults, disk faults. Each fault is data first, then inject() and heal().
 
-Nothing here knows about scenarios; the harness builds these from them.
+Nothing here knows about scenarios; the kinds a scenario names (harness.scenario.model,
+registered in faults.kinds) build these from them.
 """
 
 from faults.base import Fault, FaultError, harness_log
