@@ -22,12 +22,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import weakref
 from pathlib import Path
 from typing import Any
 
 import requests
+import tenacity
 import toxiproxy
 from toxiproxy import exceptions as toxiproxy_errors
 from toxiproxy.api import APIConsumer
@@ -167,16 +167,19 @@ class ToxiproxyServer:
 
     def _wait_ready(self, timeout: float) -> bool:
         api = self.api()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def answers() -> bool:   # False at once when the server has exited
             if self.process.poll() is not None:
                 return False
-            try:
-                api.version(timeout=1.0)
-                return True
-            except ToxiproxyError:
-                time.sleep(0.05)
-        return False
+            api.version(timeout=1.0)
+            return True
+
+        try:
+            return tenacity.Retrying(stop=tenacity.stop_after_delay(timeout),
+                                     wait=tenacity.wait_fixed(0.05), reraise=True,
+                                     retry=tenacity.retry_if_exception_type(ToxiproxyError))(answers)
+        except ToxiproxyError:
+            return False
 
     def api(self) -> "ToxiproxyAPI":
         """A client for this server's API."""

@@ -23,6 +23,8 @@ import time
 import traceback
 from typing import Any, Callable
 
+import tenacity
+
 from faults.base import FaultError
 from faults.kinds import RunContext
 from harness import ports
@@ -477,21 +479,25 @@ class Run:
         self.phase = "quiescence"
         start = time.time()
         limit = max(deadline, start + 5.0)
-        reached, why, quiet_polls = False, "not checked", 0
-        while True:
+        why, quiet_polls = "not checked", 0
+
+        def quiet() -> bool:
+            nonlocal why, quiet_polls
             try:
                 why = self.system.not_quiet(self.backend)
                 # twice in a row: a command handed out on the last heartbeat is done
                 quiet_polls = quiet_polls + 1 if why is None else 0
-                reached = quiet_polls >= 2
             except (OSError, EOFError, HdfsError, RuntimeError) as e:
                 why, quiet_polls = f"NameNode not answering: {e}", 0
+            return quiet_polls >= 2
+
+        reached = tenacity.Retrying(
             # a quiet poll at the deadline still gets its confirming poll
-            if reached or (time.time() >= limit and quiet_polls == 0):
-                break
-            self._progress(f"waiting for quiescence: {why or 'quiet once, checking again'}",
-                           transient=True)
-            time.sleep(0.5)
+            stop=lambda _: time.time() >= limit and quiet_polls == 0,
+            wait=tenacity.wait_fixed(0.5), retry=tenacity.retry_if_result(lambda ok: not ok),
+            before_sleep=lambda _: self._progress(
+                f"waiting for quiescence: {why or 'quiet once, checking again'}", transient=True),
+            retry_error_callback=lambda state: state.outcome.result())(quiet)
         self.log.emit("harness.quiescent", waited=round(time.time() - start, 3), reached=reached,
                       reason=why)
         if not reached:

@@ -74,7 +74,7 @@ fi
 # Spark then starts from classes already parsed and verified; built once per virtualenv
 # and pyspark release (a minute or two: it verifies a few synthetic runs). Without it the
 # verifier works the same, only slower to start.
-if ! .venv/bin/python -c 'import os, sys; from harness.reconcile.session import cds_archive; sys.exit(not os.path.exists(cds_archive()))' 2>/dev/null; then
+if ! .venv/bin/python -c 'import os, sys; from harness.reconcile.sparkjvm import cds_archive; sys.exit(not os.path.exists(cds_archive()))' 2>/dev/null; then
   say "building the verifier's class-data sharing archive (once; about a minute)"
   .venv/bin/python -m harness.reconcile.cds >/dev/null \
     || say "warning: no class-data sharing archive (see above); the verifier starts slower without it"

@@ -14,12 +14,12 @@ import os
 import shutil
 import signal
 import tempfile
-import time
 
 import tenacity
 
 from faults.toxiproxy_server import ToxiproxyServer
 from harness.systems import SystemUnderTest, get_system
+from harness.waits import wait_until
 from minihdfs.cluster import ClusterError, pid_alive
 
 from . import Backend, BackendError
@@ -199,10 +199,8 @@ def reap_local(harness_pid: int | None = None) -> list[str]:
                     removed.append(f"process {pid} of run {doc.get('run_id')}")
                 except ProcessLookupError:
                     pass
-        deadline = time.monotonic() + 5
-        while any(_ours(p) and pid_alive(p) for p in doc.get("pids", [])) \
-                and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: not any(_ours(p) and pid_alive(p) for p in doc.get("pids", [])),
+                   5, 0.05)
         if not doc.get("keep") and doc.get("work_dir"):
             shutil.rmtree(doc["work_dir"], ignore_errors=True)
         os.unlink(path)

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any
+
+from harness.waits import wait_until
 
 # Runs inside the container with the standard library only: the Docker API over the
 # mounted unix socket. argv: socket path, the label filters (JSON list).
@@ -129,13 +130,14 @@ class Reaper:
                     close()
             except OSError:
                 pass
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
+        def gone() -> bool:   # auto_remove took it
             try:
                 self.client.api.inspect_container(self.id)
-            except Exception:   # gone (auto_remove)
-                return
-            time.sleep(0.1)
+                return False
+            except Exception:
+                return True
+
+        wait_until(gone, wait, 0.1)
 
 
 def start_reaper(client, image: str, labels: dict[str, str], name: str,

@@ -6,7 +6,7 @@ holds them parsed and verified, mapped into memory at start. It is made by a JVM
 ran with `-XX:ArchiveClassesAtExit`, so that it holds what a verification really loads:
 this module verifies a few synthetic runs (benchmarks/gen_events.py: pipeline, lease and
 block recovery, so most checks' code runs) in a child process and keeps the archive it
-leaves. session._java_options uses it where it exists.
+leaves. sparkjvm.cds_options maps it into the verifier's JVM where it exists.
 
     python -m harness.reconcile.cds            # build it unless it is there
     python -m harness.reconcile.cds --force    # build it again
@@ -20,8 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-from .session import cds_archive
-from .sparkjvm import jvm_process
+from .sparkjvm import cds_archive, jvm_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GENERATOR = os.path.join(ROOT, "benchmarks", "gen_events.py")

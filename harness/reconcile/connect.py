@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass
 
 from minihdfs.cluster import pid_alive
 
+from harness.waits import wait_until
+
 DEFAULT_PORT = 15002    # Spark Connect's own default port
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 REMOTE_ENV = "HDFS_CHAOS_SPARK_REMOTE"   # sc://host:port, or "off" for a local session
@@ -148,17 +150,15 @@ def up(port: int = DEFAULT_PORT, memory: str | None = None, timeout: float = 120
         json.dump(asdict(server), f)
     os.replace(tmp, _state_path())
     say(f"starting the Spark Connect server on 127.0.0.1:{port} (log {log})")
-    deadline = time.monotonic() + timeout
-    while not answers(port):
+    wait_until(lambda: answers(port) or proc.poll() is not None, timeout, 0.25)
+    if not answers(port):
         if proc.poll() is not None:
             _forget()
             raise ConnectError(f"the Spark Connect server exited with {proc.returncode} "
                                f"before it answered: see {log} (Java 17+ on PATH?)")
-        if time.monotonic() > deadline:
-            down()
-            raise ConnectError(f"the Spark Connect server did not answer within "
-                               f"{timeout:.0f} s: see {log}")
-        time.sleep(0.25)
+        down()
+        raise ConnectError(f"the Spark Connect server did not answer within "
+                           f"{timeout:.0f} s: see {log}")
     if warm:
         say("warming the server up: verifying synthetic runs once")
         _warm(server.url)
@@ -197,10 +197,7 @@ def down(grace: float = 15.0) -> Server | None:
             os.killpg(server.pid, sig)
         except ProcessLookupError:
             break
-        deadline = time.monotonic() + wait
-        while pid_alive(server.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if not pid_alive(server.pid):
+        if wait_until(lambda: not pid_alive(server.pid), wait, 0.1):
             break
     _forget()
     return server

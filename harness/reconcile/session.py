@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 
-from .sparkjvm import detach_accumulator_server, launch_jvm_logging_to
+from .sparkjvm import cds_options, detach_accumulator_server, launch_jvm_logging_to
 
 DEFAULT_MASTER = "local[2]"
 _lock = threading.Lock()
@@ -26,15 +26,6 @@ _master = None
 # (one run, the library) spends them loading classes and compiling Spark's planner, not
 # in steady computation. See `_java_options`.
 SMALL_INPUT_BYTES = 256 << 20
-
-
-def cds_archive() -> str:
-    """Where the class-data sharing archive of Spark's JVM lives (built by
-    `python -m harness.reconcile.cds`, which tools/setup.sh runs): one per virtualenv and
-    pyspark release, since it is only valid for the class path it was made with."""
-    import pyspark
-    return os.environ.get("HDFS_CHAOS_SPARK_CDS") or os.path.join(
-        sys.prefix, "share", "hdfs-chaos", f"spark-{pyspark.__version__}.jsa")
 
 
 def _java_options(input_bytes: int | None, dump_cds: str | None = None) -> str:
@@ -57,12 +48,7 @@ def _java_options(input_bytes: int | None, dump_cds: str | None = None) -> str:
         # one compiler thread: a second one buys compiled code sooner at the price of
         # the other core
         opts += ["-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1"]
-    if dump_cds:
-        opts.append(f"-XX:ArchiveClassesAtExit={dump_cds}")
-    elif os.path.exists(cds_archive()):
-        # -Xshare:auto (the default): an archive that does not match this JVM or class
-        # path is ignored (with a warning in the Spark log), never an error
-        opts.append(f"-XX:SharedArchiveFile={cds_archive()}")
+    opts += cds_options(dump_cds)
     return " ".join(opts)
 
 

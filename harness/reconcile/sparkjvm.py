@@ -6,12 +6,15 @@ output in a file, and stopping the accumulator server without its half-second po
 go through Py4J to JVM classes and to private attributes of PySpark, which a PySpark
 release may rename: `PRIVATE_JVM_CLASSES` and `PRIVATE_PYTHON_ATTRIBUTES` list them, and
 tests/unit/test_sparkjvm.py fails on a release that lacks one. Without a JVM gateway
-(Spark Connect) each function falls back to the public API.
+(Spark Connect) each function falls back to the public API. The class-data sharing
+archive of Spark's classes (cds.py builds it) is tied to one PySpark release and lives
+here too.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 from pyspark.sql import DataFrame
 
@@ -27,6 +30,27 @@ PRIVATE_PYTHON_ATTRIBUTES = (
     ("pyspark.SparkContext", "_ensure_initialized"),
     ("pyspark.sql.SparkSession.Builder", "_options"),
 )
+
+
+def cds_archive() -> str:
+    """Where the class-data sharing archive of Spark's JVM lives (built by
+    `python -m harness.reconcile.cds`, which tools/setup.sh runs): one per virtualenv and
+    pyspark release, since it is only valid for the class path it was made with."""
+    import pyspark
+    return os.environ.get("HDFS_CHAOS_SPARK_CDS") or os.path.join(
+        sys.prefix, "share", "hdfs-chaos", f"spark-{pyspark.__version__}.jsa")
+
+
+def cds_options(dump: str | None = None) -> list[str]:
+    """The driver JVM's class-data sharing options: write an archive to `dump` at exit,
+    or map the archive of this PySpark release where it exists."""
+    if dump:
+        return [f"-XX:ArchiveClassesAtExit={dump}"]
+    if os.path.exists(cds_archive()):
+        # -Xshare:auto (the default): an archive that does not match this JVM or class
+        # path is ignored (with a warning in the Spark log), never an error
+        return [f"-XX:SharedArchiveFile={cds_archive()}"]
+    return []
 
 
 def has_jvm(df_or_spark) -> bool:

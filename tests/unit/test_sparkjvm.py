@@ -61,3 +61,16 @@ def test_cached_leaf_keeps_the_data_and_drops_the_lineage():
     assert plan.getClass().getSimpleName() == "InMemoryRelation"
     assert plan.children().size() == 0   # a leaf: the lineage is not part of the plan
     sparkjvm.release(df)
+
+
+def test_the_cds_archive_is_one_per_pyspark_release(monkeypatch, tmp_path):
+    monkeypatch.delenv("HDFS_CHAOS_SPARK_CDS", raising=False)
+    assert sparkjvm.cds_archive().endswith(f"spark-{pyspark.__version__}.jsa")
+    monkeypatch.setattr(pyspark, "__version__", "9.9.0")
+    assert sparkjvm.cds_archive().endswith("spark-9.9.0.jsa")
+    assert sparkjvm.cds_options() == []   # no archive for that release: nothing mapped
+    archive = tmp_path / "spark.jsa"
+    archive.write_bytes(b"")
+    monkeypatch.setenv("HDFS_CHAOS_SPARK_CDS", str(archive))
+    assert sparkjvm.cds_options() == [f"-XX:SharedArchiveFile={archive}"]
+    assert sparkjvm.cds_options(dump="/x.jsa") == ["-XX:ArchiveClassesAtExit=/x.jsa"]

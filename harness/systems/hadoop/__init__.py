@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 
 from . import fetch
 from .conf import config_issues
@@ -245,13 +244,6 @@ class Hadoop(SystemUnderTest):
             raise FaultError(f"{path} has {len(blocks)} blocks; there is no block {index}") from None
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
 
 
 def drop_empty_client_logs(events_dir: str) -> None:

@@ -23,6 +23,8 @@ import os
 import threading
 import time
 
+from harness.waits import wait_until
+
 from .agent import replaced
 from .logmap import DEFAULT_RELEASE, LogMapper
 
@@ -163,7 +165,4 @@ def adapt_file(raw_log: str, node: str, role: str, events_out: str,
 
 def wait_for_lines(adapter: LogAdapter, n: int, timeout: float = 10.0) -> bool:
     """True once the adapter has read `n` lines (for tests and start-up checks)."""
-    deadline = time.monotonic() + timeout
-    while adapter.lines_read < n and time.monotonic() < deadline:
-        time.sleep(0.005)
-    return adapter.lines_read >= n
+    return wait_until(lambda: adapter.lines_read >= n, timeout, 0.005)

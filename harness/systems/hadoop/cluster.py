@@ -30,6 +30,8 @@ from typing import Callable
 from minihdfs import lifeline
 from minihdfs.cluster import ClusterError, free_port, pid_alive, stop_process
 
+from harness.waits import wait_until
+
 from . import conf, fetch
 
 NN_CLASS = "org.apache.hadoop.hdfs.server.namenode.NameNode"
@@ -360,14 +362,10 @@ class HadoopCluster:
         return pid
 
     def _wait_exit(self, node: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
         pid = self.nodes[node].get("pid")
         proc = self.procs.get(node)
-        while time.monotonic() < deadline:
-            if (proc.poll() is not None) if proc is not None else not pid_alive(pid):
-                return True
-            time.sleep(0.02)
-        return False
+        return wait_until(lambda: (proc.poll() is not None) if proc is not None
+                          else not pid_alive(pid), timeout, 0.02)
 
     def down(self) -> None:
         for node in reversed(list(self.nodes)):
@@ -413,7 +411,9 @@ class HadoopCluster:
         want = len(self.datanodes()) if datanodes is None else datanodes
         start = time.monotonic()
         why = "not asked yet"
-        while time.monotonic() - start < timeout:
+
+        def ready() -> bool:
+            nonlocal why
             for node, proc in self.procs.items():
                 if self.nodes[node]["role"] != "client" and proc.poll() is not None \
                         and self.nodes[node].get("pid") == proc.pid:
@@ -421,12 +421,14 @@ class HadoopCluster:
                                        f"{self.nodes[node]['stdout']} and {self.nodes[node]['log']}")
             try:
                 live = self.live_datanodes()
-                if live >= want:
-                    return time.monotonic() - start
                 why = f"{live} of {want} DataNodes live"
+                return live >= want
             except (OSError, urllib.error.URLError, ValueError, KeyError, ClusterError) as e:
                 why = f"NameNode JMX not answering ({e})"
-            time.sleep(0.2)
+                return False
+
+        if wait_until(ready, timeout, 0.2):
+            return time.monotonic() - start
         raise ClusterError(f"hadoop cluster not ready within {timeout:.0f}s: {why}")
 
 

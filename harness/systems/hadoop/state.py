@@ -21,10 +21,11 @@ import json
 import os
 import re
 import subprocess
-import time
 import zlib
 
 from minihdfs.cluster import ClusterError
+
+from harness.waits import retrying
 
 from . import fetch
 
@@ -108,18 +109,18 @@ def datanode_space(cluster, attempts: int = 3, timeout: float = 10.0,
     """dn -> its space from JMX (volume_space), or None for a DataNode that does not answer
     `attempts` times (down, or paused); a loaded machine may keep a DataNode's HTTP server
     from answering within a couple of seconds, hence the retries and the long timeout."""
+    errors = (OSError, ValueError, KeyError, ClusterError)
+
+    def space(dn: str) -> dict:
+        bean = cluster.jmx(dn, "Hadoop:service=DataNode,name=DataNodeInfo", timeout=timeout)
+        return volume_space(bean["VolumeInfo"])
+
     out = {}
     for dn in cluster.datanodes():
-        out[dn] = None
-        for attempt in range(attempts):
-            try:
-                bean = cluster.jmx(dn, "Hadoop:service=DataNode,name=DataNodeInfo",
-                                   timeout=timeout)
-                out[dn] = volume_space(bean["VolumeInfo"])
-                break
-            except (OSError, ValueError, KeyError, ClusterError):
-                if attempt + 1 < attempts:
-                    time.sleep(pause)
+        try:
+            out[dn] = retrying(errors, attempts=attempts, interval=pause)(space, dn)
+        except errors:
+            out[dn] = None
     return out
 
 
