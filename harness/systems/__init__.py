@@ -37,7 +37,6 @@ from typing import Any, Callable, Mapping
 
 SYSTEMS = ("minihdfs", "hadoop")   # the systems of this tree (harness/systems/<name>)
 DEFAULT_SYSTEM = "minihdfs"        # a scenario's system when it names none
-BACKENDS = frozenset({"local", "docker"})
 
 
 class SystemError_(RuntimeError):
