@@ -389,10 +389,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
         raise UserError(f"{args.base}: no such base scenario file")
     system = args.system or ("hadoop" if args.hadoop_version else None)
     if args.hadoop_version:
-        from harness.systems.hadoop.fetch import _VERSION_RE, DEFAULT_VERSION
+        from harness.systems.hadoop.fetch import DEFAULT_VERSION, is_release
         if system != "hadoop":
             raise UserError("--hadoop-version goes with --system hadoop: drop one of them")
-        if not _VERSION_RE.match(args.hadoop_version):
+        if not is_release(args.hadoop_version):
             raise UserError(f"--hadoop-version {args.hadoop_version!r} is not a release "
                             f"number: use e.g. {DEFAULT_VERSION}")
     from harness.explore.engine import ExploreError, explore
@@ -668,8 +668,8 @@ def cmd_diff(args: argparse.Namespace, files: list[str] | None = None) -> int:
     if args.backend != "local":
         raise UserError("--system both runs on the local backend only: drop --backend")
     if args.hadoop_version:
-        from harness.systems.hadoop.fetch import _VERSION_RE, DEFAULT_VERSION
-        if not _VERSION_RE.match(args.hadoop_version):
+        from harness.systems.hadoop.fetch import DEFAULT_VERSION, is_release
+        if not is_release(args.hadoop_version):
             raise UserError(f"--hadoop-version {args.hadoop_version!r} is not a release "
                             f"number: use e.g. {DEFAULT_VERSION}")
     run_both = _function("harness.diffrun", "run_both", "diff")
@@ -744,8 +744,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     system = args.system or ("hadoop" if args.hadoop_version else None)
     if system or args.hadoop_version:
         from harness.systems import system_of
-        from harness.systems.hadoop.fetch import _VERSION_RE, DEFAULT_VERSION
-        if args.hadoop_version and not _VERSION_RE.match(args.hadoop_version):
+        from harness.systems.hadoop.fetch import DEFAULT_VERSION, is_release
+        if args.hadoop_version and not is_release(args.hadoop_version):
             raise UserError(f"--hadoop-version {args.hadoop_version!r} is not a release "
                             f"number: use e.g. {DEFAULT_VERSION}")
         bad = [f"{path}: {issue}" for path, sc in scenarios.items()

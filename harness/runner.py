@@ -134,11 +134,11 @@ class Run:
         try:
             cleanup_all()
             backend_cls = get_backend(self.backend_name)
-            kw = {"keep": self.keep}
-            if self.system.name != "minihdfs":   # only the local backend runs other systems
-                if self.backend_name != "local":
-                    raise RunError(f"--system {self.system.name} needs --backend local")
-                kw["system"] = self.system
+            kw = {"keep": self.keep, "system": self.system}
+            refusal = self.system.capabilities().backend_refusal(self.system.name,
+                                                                 self.backend_name)
+            if refusal:
+                raise RunError(refusal)
             issues = self.system.issues(sc) + backend_issues(sc, self.backend_name)
             if issues:
                 raise RunError("; ".join(issues))
@@ -273,7 +273,7 @@ class Run:
             self._settle_polls = 0
             return False
         try:
-            quiet = self.system.not_quiet(self.backend) is None
+            quiet = self.system.not_quiet(self._context()) is None
         except (OSError, EOFError, HdfsError, RuntimeError):
             quiet = False
         self._settle_polls = self._settle_polls + 1 if quiet else 0
@@ -404,8 +404,12 @@ class Run:
             self.log.emit("harness.fault.error", fault=fault_id, kind="heal",
                           error=type(e).__name__, reason=str(e))
 
+    def _context(self):
+        """The run as the system under test sees it (None before a backend exists)."""
+        return None if self.backend is None else self.backend.context()
+
     def _block_of(self, path: str, index: int) -> int:
-        return self.system.block_of(self.backend, path, index)
+        return self.system.block_of(self._context(), path, index)
 
     # -- exact injection (harness.exact) ---------------------------------------------------
 
@@ -418,7 +422,7 @@ class Run:
             self._progress(f"exact injection needs the local backend; on {self.backend_name} "
                            f"{len(exact)} exact trigger(s) fire as ordinary event triggers")
             return
-        if self.system.name != "minihdfs":   # only the mini-HDFS's processes can be held
+        if not self.system.capabilities().exact_injection:   # its processes cannot be held
             self._progress(f"exact injection needs the mini-HDFS; on {self.system.name} "
                            f"{len(exact)} exact trigger(s) fire as ordinary event triggers")
             return
@@ -484,7 +488,7 @@ class Run:
         def quiet() -> bool:
             nonlocal why, quiet_polls
             try:
-                why = self.system.not_quiet(self.backend)
+                why = self.system.not_quiet(self._context())
                 # twice in a row: a command handed out on the last heartbeat is done
                 quiet_polls = quiet_polls + 1 if why is None else 0
             except (OSError, EOFError, HdfsError, RuntimeError) as e:
@@ -505,7 +509,7 @@ class Run:
 
     def _write_final_state(self) -> None:
         self.phase = "final state"
-        doc = self.system.final_state(self.backend)
+        doc = self.system.final_state(self._context())
         with open(os.path.join(self.run_dir, "final_state.json"), "w") as f:
             json.dump(doc, f, indent=1)
 

@@ -10,6 +10,7 @@ is reaped by `cleanup_all()`, which every run calls first.
 from __future__ import annotations
 
 import abc
+import os
 from typing import Any
 
 from minihdfs.events import EventLog
@@ -57,6 +58,15 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def stop(self) -> None:
         """Stop and remove everything this backend started (idempotent)."""
+
+    def context(self):
+        """The run as its system under test sees it (harness.systems.RunContext): never
+        the backend itself."""
+        from harness.systems import RunContext
+        return RunContext(scenario=self.scenario, seed=self.seed, run_dir=self.run_dir,
+                          work_dir=getattr(self, "work_dir", os.path.join(self.run_dir, "work")),
+                          host_routes=self.host_routes, storage_path=self.storage_path,
+                          cluster=getattr(self, "cluster", None))
 
     def disconnect(self, node: str) -> None:
         raise BackendError(f"the {self.name} backend cannot disconnect {node} from a network: "

@@ -40,6 +40,8 @@ from faults.toxiproxy_server import ToxiproxyAPI, ToxiproxyError
 from minihdfs.events import EventLog
 from minihdfs.rpc import RpcClient
 
+from harness.systems import SystemUnderTest, get_system
+
 from . import Backend, BackendError
 from .reaper import start_reaper
 
@@ -376,8 +378,14 @@ class DockerBackend(Backend):
     name = "docker"
 
     def __init__(self, *args, keep: bool = False, image: str | None = None,
-                 toxiproxy_image: str | None = None, **kw):
+                 toxiproxy_image: str | None = None, system: SystemUnderTest | None = None, **kw):
         super().__init__(*args, **kw)
+        # the containers run the cluster image's nodes: only a system that says it runs
+        # on docker may be given here
+        self.system = system or get_system("minihdfs")
+        refusal = self.system.capabilities().backend_refusal(self.system.name, self.name)
+        if refusal:
+            raise BackendError(refusal)
         self.keep = keep
         self.image, self.toxiproxy_image = image, toxiproxy_image
         self.work_dir = os.path.join(self.run_dir, "work")
@@ -450,6 +458,7 @@ class DockerBackend(Backend):
             for future in started[1:]:
                 future.result()
         self._wait_healthy()
+        self.system.start_event_sources(self.context())
 
     def _ensure_images(self) -> None:
         """The cluster and Toxiproxy images: built if missing (skipped when up to date)."""
@@ -686,6 +695,10 @@ class DockerBackend(Backend):
         try:
             if self._starter is not None:   # no container may appear after the removal
                 self._starter.shutdown(wait=True, cancel_futures=True)
+            try:
+                self.system.stop_event_sources(self.context())
+            except Exception:   # the containers must still go
+                pass
             self._collect_logs()
             with api_errors(f"remove the containers, network and volumes of {self.run_id}"):
                 remove_run(self.docker, self.run_id, self.identity)

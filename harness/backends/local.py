@@ -62,6 +62,9 @@ class LocalBackend(Backend):
         self.work_dir = os.path.join(self.run_dir, "work")
         self.keep = keep
         self.system = system or get_system("minihdfs")
+        refusal = self.system.capabilities().backend_refusal(self.system.name, self.name)
+        if refusal:
+            raise BackendError(refusal)
         self.toxiproxy: ToxiproxyServer | None = None
         self.cluster = None
         self.state_file = os.path.join(REAPER_DIR, f"{self.run_id}.json")
@@ -77,21 +80,20 @@ class LocalBackend(Backend):
             raise BackendError(f"Toxiproxy could not start: {e} (run tools/build_toxiproxy.sh "
                                "or put toxiproxy-server on PATH)") from e
         self._save_state()
-        self.cluster = self.system.make_cluster(self)
+        self.cluster = self.system.make_cluster(self.context())
         self.mesh = self.system.make_mesh(self.toxiproxy.api(), self.cluster,
                                           sc.client_ids).create()
         self.system.set_routes(self.cluster, self.mesh.routes)
         self.cluster.tie_to_parent = True   # SIGKILL of the harness takes every node along
         self.control = LocalControl(self.cluster, self._save_state)
         self.progress(f"starting the NameNode and {sc.cluster.datanodes} DataNodes"
-                      + ("" if self.system.name == "minihdfs"
-                         else f" ({self.system.name} {self.system.version})"))
+                      + ("" if self.system.version is None else f" ({self.system.label})"))
         try:
             self.system.start(self.cluster)
         finally:
             self._save_state()
         self._wait_healthy()
-        self.system.start_event_sources(self)
+        self.system.start_event_sources(self.context())
 
     def _wait_healthy(self) -> None:
         retry = tenacity.Retrying(stop=tenacity.stop_after_delay(60),
@@ -102,7 +104,7 @@ class LocalBackend(Backend):
                 self.system.wait_healthy(self.cluster, timeout=1.0)
 
     def start_client(self, client_id: str, ops: list[dict]) -> None:
-        self.system.start_client(self, client_id, ops)
+        self.system.start_client(self.context(), client_id, ops)
         self._save_state()
 
     def open_gate(self, op_id: str) -> None:
@@ -112,7 +114,7 @@ class LocalBackend(Backend):
             pass
 
     def client_running(self, client_id: str) -> bool:
-        return self.system.client_running(self, client_id)
+        return self.system.client_running(self.context(), client_id)
 
     def storage_path(self, datanode: str) -> str:
         return self.system.storage_path(self.cluster, datanode)
@@ -123,7 +125,7 @@ class LocalBackend(Backend):
     def stop(self) -> None:
         if self.cluster is not None:
             try:
-                self.system.stop_event_sources(self)
+                self.system.stop_event_sources(self.context())
             except Exception:   # the nodes must still stop
                 pass
             for node, spec in list(self.cluster.nodes.items()):

@@ -213,9 +213,8 @@ class Explorer:
         exploration says so once (`self.note`, the summary)."""
         from harness.systems import system_of
         self.system = system_of(self.scenario, system, hadoop_version)
-        self.system_label = self.system.name + (f" {self.system.version}"
-                                                if self.system.version else "")
-        self.exact = self.system.name == "minihdfs"
+        self.system_label = self.system.label
+        self.exact = self.system.capabilities().exact_injection
         self.note = None
         if self.exact:
             return
@@ -229,16 +228,13 @@ class Explorer:
                      f"log event, ~20 ms late")
 
     def _prepare_system(self) -> None:
-        """Hadoop's jars and workload client, built once here: two workers building the
-        client at once would write the same class files."""
-        if self.system.name != "hadoop":
-            return
-        from harness.systems.hadoop import fetch
+        """What the system builds once (Hadoop's jars and workload client), here: two
+        workers building the client at once would write the same class files."""
+        from harness.systems import SystemError_
         try:
-            fetch.fetch(self.system.version)
-        except fetch.FetchError as e:
+            self.system.prepare()
+        except SystemError_ as e:
             raise ExploreError(str(e)) from None
-        self.system.client_classes()
 
     # -- state ----------------------------------------------------------------------------
 

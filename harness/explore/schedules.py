@@ -188,8 +188,9 @@ def scenario_doc(base: dict, schedule: Schedule, name: str | None = None, exact:
     the checks only (a fault may well make an operation fail: only the specifications
     judge). `system` (name, release) is written into `cluster`, so that the schedule
     runs alone on the system it was explored on."""
+    from harness.systems import DEFAULT_SYSTEM
     doc = copy.deepcopy(base)
-    if system is not None and system[0] != "minihdfs":
+    if system is not None and system[0] != DEFAULT_SYSTEM:   # the default is not written
         cluster = doc.setdefault("cluster", {})
         cluster["system"] = system[0]
         if system[1]:

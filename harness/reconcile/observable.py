@@ -1,13 +1,13 @@
 """Which system and release a run folder was made on, and the checks that release
-cannot judge: on a Hadoop run a check whose inputs the release's logs do not expose
-(harness/systems/hadoop/logmap.py: OBSERVABLE, skip_reason) is reported as `skip`
+cannot judge: a check whose inputs the system's events do not expose (its
+`Capabilities.unobservable`, e.g. a Hadoop release's logs) is reported as `skip`
 with its reason, never as a silent pass (nor as a failure of facts nobody logged).
 
 The system comes from the run's own log (`harness.run.start` `system`,
 `system_version`, written by the runner); a folder made before those fields existed
 falls back to its scenario.yaml's `cluster.system` / `cluster.hadoop_version`. So does
 whether the Hadoop agent ran (`hadoop_agent`, `cluster.hadoop_agent`): its events feed
-the checks listed in logmap.AGENT_OBSERVES, which are then judged.
+the checks listed in harness/systems/hadoop/logmap.AGENT_OBSERVES, which are then judged.
 """
 
 from __future__ import annotations
@@ -59,10 +59,18 @@ def skip_reason(check: str, system: str, release: str | None,
                 agent: bool = False) -> str | None:
     """Why `check` cannot be judged on `system` `release` (with the Hadoop agent on or
     not), or None if it can."""
-    if system != "hadoop":
-        return None
-    from harness.systems.hadoop import logmap
-    return logmap.skip_reason(check, release or logmap.DEFAULT_RELEASE, agent=agent)
+    return unobservable(system, release, agent).get(check)
+
+
+def unobservable(system: str, release: str | None, agent: bool = False) -> dict[str, str]:
+    """check id -> why `system` `release` cannot feed it (the system's capabilities; a
+    system this tree does not know judges every check, as before it had any)."""
+    from harness.systems import SystemError_, get_system
+    try:
+        sut = get_system(system, release)
+    except SystemError_:
+        return {}
+    return dict(sut.capabilities({"hadoop_agent": agent}).unobservable)
 
 
 def apply_skips(checks: list[CheckResult], system: str,
@@ -71,8 +79,9 @@ def apply_skips(checks: list[CheckResult], system: str,
     reason; what the check would have said on the partial events is kept
     (`unobserved_status`) so that nothing it found is lost from the verdict."""
     out = []
+    skips = unobservable(system, release, agent)
     for c in checks:
-        why = skip_reason(c.id, system, release, agent)
+        why = skips.get(c.id)
         if why is None:
             out.append(c)
         else:

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Union
 import yaml
 
 from minihdfs.catalogue import EVENTS
-from minihdfs.config import KEYS, Config
+from minihdfs.config import Config
 
 from .fields import (INVALID, AnyValue, Bool, Context, Duration, Enum, HadoopConfig, Int,
                      ListOf, MapOf, NodeRef, Pair, Rate, Ref, Size, Str, Struct, Text,
@@ -989,16 +989,18 @@ class Scenario:
                 and cluster.system not in systems:
             ctx.error_at("cluster.system", f"{cluster.system} is not in systems "
                          f"{list(systems)}")
-        if isinstance(cluster, Cluster) and isinstance(systems, (list, tuple)) \
-                and "minihdfs" in systems:
-            for key in cluster.config:
-                if key in KEYS and KEYS[key].hadoop_only:
-                    ctx.error_at("cluster.config", f"{key}: only Hadoop reads it, the mini-HDFS "
-                                 f"has nothing it sets; declare `systems: [hadoop]` with a reason")
-        if isinstance(cluster, Cluster) and cluster.system == "hadoop":
-            from harness.systems.hadoop.conf import config_issues
-            from harness.systems.hadoop.fetch import DEFAULT_VERSION
-            for issue in config_issues(cluster.config, cluster.hadoop_version or DEFAULT_VERSION):
+        if isinstance(cluster, Cluster):
+            # what each system refuses, asked of the system: any key refused by a system
+            # the scenario declares, and any value its own cluster.system cannot honour
+            from harness.systems import get_system
+            if isinstance(systems, (list, tuple)):
+                for name in systems:   # names the Enum above accepted
+                    refused = get_system(name).capabilities().refused_config
+                    for key in cluster.config:
+                        if key in refused:
+                            ctx.error_at("cluster.config", f"{key}: {refused[key]}")
+            for issue in get_system(cluster.system, cluster.hadoop_version) \
+                    .config_issues(cluster.config):
                 ctx.error_at("cluster.config", issue)
         return values
 

@@ -3,8 +3,9 @@ backend imported from minihdfs directly before the seam, behind SystemUnderTest,
 the same behaviour. minihdfs itself imports nothing of the harness.
 
 Every call that reaches the cluster from the harness side (quiescence, final state, a
-block's id) goes through a harness client over the backend's direct routes, so the
-docker backend (which has no local cluster object) uses the same code.
+block's id) goes through a harness client over the run's direct routes
+(`RunContext.host_routes`), so the docker backend (which has no local cluster object)
+uses the same code.
 """
 
 from __future__ import annotations
@@ -15,21 +16,36 @@ from faults.base import FaultError
 from minihdfs import state as cluster_state
 from minihdfs.client import DFSClient
 from minihdfs.cluster import LocalCluster
+from minihdfs.config import KEYS
 from minihdfs.events import EventLog
 from minihdfs.routing import Routes
 
-from . import SystemUnderTest
+from . import Capabilities, RunContext, SystemUnderTest
+
+# keys only Hadoop reads: the mini-HDFS has nothing they set, so a scenario that runs
+# on it may not set them
+_HADOOP_ONLY = {key: "only Hadoop reads it, the mini-HDFS has nothing it sets; declare "
+                     "`systems: [hadoop]` with a reason"
+                for key, spec in KEYS.items() if spec.hadoop_only}
 
 
 class MiniHdfs(SystemUnderTest):
     name = "minihdfs"
 
-    def make_cluster(self, backend) -> LocalCluster:
-        sc = backend.scenario
-        return LocalCluster(backend.work_dir, sc.cluster.datanodes, dict(sc.cluster.config),
-                            dict(sc.cluster.racks), seed=backend.seed,
-                            events_dir=os.path.join(backend.run_dir, "events"),
-                            logs_dir=os.path.join(backend.run_dir, "logs"))
+    def __init__(self, version: str | None = None):
+        super().__init__(None)   # one implementation, no releases
+
+    def capabilities(self, run_fields=None) -> Capabilities:
+        # its processes wait at their event log for a hold (harness/exact.py); its events
+        # feed every check; its containers are the docker backend's image
+        return Capabilities(exact_injection=True, backends=frozenset({"local", "docker"}),
+                            refused_config=_HADOOP_ONLY)
+
+    def make_cluster(self, ctx: RunContext) -> LocalCluster:
+        sc = ctx.scenario
+        return LocalCluster(ctx.work_dir, sc.cluster.datanodes, dict(sc.cluster.config),
+                            dict(sc.cluster.racks), seed=ctx.seed,
+                            events_dir=ctx.events_dir, logs_dir=ctx.logs_dir)
 
     def listen(self, cluster: LocalCluster) -> dict:
         return cluster.direct_routes()
@@ -41,34 +57,34 @@ class MiniHdfs(SystemUnderTest):
     def wait_healthy(self, cluster: LocalCluster, timeout: float = 1.0) -> None:
         cluster.wait_healthy(timeout=timeout)
 
-    def start_client(self, backend, client_id: str, ops: list[dict]) -> None:
-        backend.cluster.start_client(client_id, ops, seed=backend.seed,
-                                     gate_dir=os.path.join(backend.work_dir, "gates"))
+    def start_client(self, ctx: RunContext, client_id: str, ops: list[dict]) -> None:
+        ctx.cluster.start_client(client_id, ops, seed=ctx.seed,
+                                 gate_dir=os.path.join(ctx.work_dir, "gates"))
 
     # -- the harness's own client --------------------------------------------------------
 
-    def harness_client(self, backend) -> DFSClient:
-        return DFSClient("harness", Routes(backend.host_routes()),
-                         backend.scenario.hadoop_config(), EventLog(None, "harness", "client"),
+    def harness_client(self, ctx: RunContext) -> DFSClient:
+        return DFSClient("harness", Routes(ctx.host_routes()),
+                         ctx.scenario.hadoop_config(), EventLog(None, "harness", "client"),
                          holder="hdfs-chaos-harness")
 
-    def not_quiet(self, backend) -> str | None:
-        client = self.harness_client(backend)
+    def not_quiet(self, ctx: RunContext) -> str | None:
+        client = self.harness_client(ctx)
         try:
             return not_quiet(client.nn_call("getClusterState", retries=0))
         finally:
             client.close()
 
-    def final_state(self, backend) -> dict:
-        client = self.harness_client(backend)
+    def final_state(self, ctx: RunContext) -> dict:
+        client = self.harness_client(ctx)
         try:
-            storages = {dn: backend.storage_path(dn) for dn in backend.scenario.datanode_ids}
+            storages = {dn: ctx.storage_path(dn) for dn in ctx.scenario.datanode_ids}
             return cluster_state.final_state(client, storages)
         finally:
             client.close()
 
-    def block_of(self, backend, path: str, index: int) -> int:
-        client = self.harness_client(backend)
+    def block_of(self, ctx: RunContext, path: str, index: int) -> int:
+        client = self.harness_client(ctx)
         try:
             blocks = client.nn_call("getBlockLocations", path=path)["blocks"]
         finally:
@@ -77,6 +93,9 @@ class MiniHdfs(SystemUnderTest):
             return blocks[index]["block"]
         except IndexError:
             raise FaultError(f"{path} has {len(blocks)} blocks; there is no block {index}") from None
+
+
+SYSTEM = MiniHdfs
 
 
 def not_quiet(st: dict) -> str | None:

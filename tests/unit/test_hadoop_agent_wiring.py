@@ -95,11 +95,18 @@ def adapters(monkeypatch):
     return made
 
 
+def _context(cluster, run_dir):
+    """A RunContext with what the event sources read (the cluster, the run folder)."""
+    from harness.systems import RunContext
+    return RunContext(scenario=None, seed=1, run_dir=run_dir, work_dir=cluster.dir,
+                      host_routes=dict, storage_path=str, cluster=cluster)
+
+
 def test_event_sources_follow_each_agent_file(tmp_path, cache, adapters):
     from harness.systems import get_system
     _fake_jar(cache)
     c = HadoopCluster(str(tmp_path / "c"), "3.4.2", 1, agent=True)
-    backend = types.SimpleNamespace(cluster=c, run_dir=str(tmp_path / "run"))
+    backend = _context(c, str(tmp_path / "run"))
     sut = get_system("hadoop", "3.4.2")
     sut.start_event_sources(backend)
     agents = {kw["node"]: kw for kw in adapters if "mapper" in kw}
@@ -115,8 +122,7 @@ def test_event_sources_follow_each_agent_file(tmp_path, cache, adapters):
 
 def test_event_sources_without_the_agent_drop_nothing(tmp_path, cache, adapters):
     from harness.systems import get_system
-    backend = types.SimpleNamespace(cluster=HadoopCluster(str(tmp_path / "c"), "3.4.2", 1),
-                                    run_dir=str(tmp_path / "run"))
+    backend = _context(HadoopCluster(str(tmp_path / "c"), "3.4.2", 1), str(tmp_path / "run"))
     get_system("hadoop", "3.4.2").start_event_sources(backend)
     assert len(adapters) == 2 and all(kw["drop"] == frozenset() for kw in adapters)
 

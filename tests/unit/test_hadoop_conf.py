@@ -109,7 +109,7 @@ def test_each_daemon_log_gets_a_log_adapter_with_the_agreed_arguments(tmp_path, 
     import sys
     import types
 
-    from harness.systems import get_system
+    from harness.systems import RunContext, get_system
     from harness.systems.hadoop.cluster import HadoopCluster
     made = []
 
@@ -126,8 +126,10 @@ def test_each_daemon_log_gets_a_log_adapter_with_the_agreed_arguments(tmp_path, 
 
     monkeypatch.setitem(sys.modules, "harness.systems.hadoop.adapter",
                         types.SimpleNamespace(LogAdapter=LogAdapter))
-    backend = types.SimpleNamespace(cluster=HadoopCluster(str(tmp_path / "c"), "3.4.2", 2),
-                                    run_dir=str(tmp_path / "run"))
+    cluster = HadoopCluster(str(tmp_path / "c"), "3.4.2", 2)
+    backend = RunContext(scenario=None, seed=1, run_dir=str(tmp_path / "run"),
+                         work_dir=cluster.dir, host_routes=dict, storage_path=str,
+                         cluster=cluster)
     sut = get_system("hadoop", "3.4.2")
     sut.start_event_sources(backend)
     assert sorted((a.kw["node"], a.kw["role"]) for a in made) == [

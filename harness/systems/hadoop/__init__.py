@@ -22,7 +22,7 @@ JAVA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java")
 CLIENT_CLASS = "HdfsChaosClient"
 
 from harness.backends import BackendError
-from harness.systems import SystemUnderTest
+from harness.systems import Capabilities, RunContext, SystemError_, SystemUnderTest
 
 
 def _debug_loggers() -> list[str]:
@@ -37,13 +37,41 @@ class Hadoop(SystemUnderTest):
     settle_poll_seconds = 5.0
 
     def __init__(self, version: str | None = None):
-        self.version = version or fetch.DEFAULT_VERSION
+        super().__init__(version or fetch.DEFAULT_VERSION)
         self.adapters: list = []
+
+    # -- what it can do ------------------------------------------------------------------
+
+    def capabilities(self, run_fields=None) -> Capabilities:
+        # its JVMs cannot be held at an event (faults fire on the adapted log line); it
+        # runs as local JVMs only; a check whose inputs this release's logs (and the
+        # agent, when it ran) do not expose is skipped with logmap's reason
+        from . import logmap
+        agent = bool((run_fields or {}).get("hadoop_agent"))
+        unobservable = {}
+        for check in logmap.OBSERVABLE:
+            why = logmap.skip_reason(check, self.version, agent=agent)
+            if why is not None:
+                unobservable[check] = why
+        return Capabilities(exact_injection=False, backends=frozenset({"local"}),
+                            unobservable=unobservable)
+
+    def config_issues(self, config) -> list[str]:
+        return config_issues(dict(config), self.version)
+
+    def prepare(self) -> None:
+        """The release's jars and the workload client, built once: two runs building the
+        client at once would write the same class files."""
+        try:
+            fetch.fetch(self.version)
+        except fetch.FetchError as e:
+            raise SystemError_(str(e)) from None
+        self.client_classes()
 
     # -- validation ----------------------------------------------------------------------
 
     def issues(self, scenario) -> list[str]:
-        out = list(config_issues(dict(scenario.cluster.config), self.version))
+        out = self.config_issues(scenario.cluster.config)
         if "hadoop" not in tuple(getattr(scenario, "systems", ("hadoop",))):
             out.append(f"scenario {scenario.name} does not run on hadoop: "
                        f"{getattr(scenario, 'systems_reason', '') or 'see its systems:'}")
@@ -64,18 +92,17 @@ class Hadoop(SystemUnderTest):
 
     # -- the cluster ---------------------------------------------------------------------
 
-    def make_cluster(self, backend):
+    def make_cluster(self, ctx: RunContext):
         from .cluster import HadoopCluster
-        sc = backend.scenario
+        sc = ctx.scenario
         try:
             fetch.fetch(self.version)
             if getattr(sc.cluster, "hadoop_agent", False):
                 fetch.fetch_agent()
         except fetch.FetchError as e:
             raise BackendError(str(e)) from e
-        return HadoopCluster(backend.work_dir, self.version, sc.cluster.datanodes,
-                             dict(sc.cluster.config),
-                             logs_dir=os.path.join(backend.run_dir, "logs"),
+        return HadoopCluster(ctx.work_dir, self.version, sc.cluster.datanodes,
+                             dict(sc.cluster.config), logs_dir=ctx.logs_dir,
                              debug_loggers=_debug_loggers(),
                              agent=bool(getattr(sc.cluster, "hadoop_agent", False)))
 
@@ -116,54 +143,54 @@ class Hadoop(SystemUnderTest):
                            capture_output=True)
         return out
 
-    def client_command(self, backend, client_id: str, ops_path: str, events_path: str,
+    def client_command(self, ctx: RunContext, client_id: str, ops_path: str, events_path: str,
                        gate_dir: str) -> list[str]:
         """The workload client's command line (HADOOP-SHARED.md), as this JVM runs it."""
-        cluster = backend.cluster
+        cluster = ctx.cluster
         cluster.add_client(client_id)
         classes = self.client_classes()
         return cluster.java_command(client_id, CLIENT_CLASS,
                                     ["--node", client_id, "--ops", ops_path, "--events",
                                      events_path, "--gate-dir", gate_dir,
-                                     "--seed", str(backend.seed), "--fs", cluster.fs_uri],
+                                     "--seed", str(ctx.seed), "--fs", cluster.fs_uri],
                                     [classes])
 
-    def start_client(self, backend, client_id: str, ops: list[dict]) -> None:
+    def start_client(self, ctx: RunContext, client_id: str, ops: list[dict]) -> None:
         import json
-        cluster = backend.cluster
-        work = os.path.join(backend.work_dir, "workload")
-        gates = os.path.join(backend.work_dir, "gates")
+        cluster = ctx.cluster
+        work = os.path.join(ctx.work_dir, "workload")
+        gates = os.path.join(ctx.work_dir, "gates")
         os.makedirs(work, exist_ok=True)
         os.makedirs(gates, exist_ok=True)
         ops_path = os.path.join(work, f"{client_id}.json")
         with open(ops_path, "w") as f:
             json.dump(ops, f, indent=1)
-        events = os.path.join(backend.run_dir, "events", f"{client_id}.jsonl")
-        cmd = self.client_command(backend, client_id, ops_path, events, gates)
+        events = os.path.join(ctx.events_dir, f"{client_id}.jsonl")
+        cmd = self.client_command(ctx, client_id, ops_path, events, gates)
         # the client's own events go to <client>.jsonl; its DFSClient's log4j lines
         # (pipeline errors, recovery) are adapted into a log of their own
-        self._adapt(backend, client_id, "client",
-                    os.path.join(backend.run_dir, "events", f"{client_id}-dfsclient.jsonl"))
-        self._adapt_agent(backend, client_id, "client")
+        self._adapt(ctx, client_id, "client",
+                    os.path.join(ctx.events_dir, f"{client_id}-dfsclient.jsonl"))
+        self._adapt_agent(ctx, client_id, "client")
         cluster._spawn(client_id, cmd)
 
-    def client_running(self, backend, client_id: str) -> bool:
-        return backend.cluster.running(client_id)
+    def client_running(self, ctx: RunContext, client_id: str) -> bool:
+        return ctx.cluster.running(client_id)
 
     # -- events --------------------------------------------------------------------------
 
-    def start_event_sources(self, backend) -> None:
+    def start_event_sources(self, ctx: RunContext) -> None:
         """One LogAdapter (hadoop-logs) per daemon log, into events/<node>.jsonl."""
-        for node, spec in backend.cluster.nodes.items():
+        for node, spec in ctx.cluster.nodes.items():
             if spec["role"] != "client":
-                self._adapt(backend, node, spec["role"],
-                            os.path.join(backend.run_dir, "events", f"{node}.jsonl"))
-                self._adapt_agent(backend, node, spec["role"])
+                self._adapt(ctx, node, spec["role"],
+                            os.path.join(ctx.events_dir, f"{node}.jsonl"))
+                self._adapt_agent(ctx, node, spec["role"])
 
-    def _adapt(self, backend, node: str, role: str, events_out: str) -> None:
+    def _adapt(self, ctx: RunContext, node: str, role: str, events_out: str) -> None:
         from .adapter import LogAdapter
         from .agent import REPLACES
-        cluster = backend.cluster
+        cluster = ctx.cluster
         # with the agent on, a fact it reports is not taken from the log as well
         drop = REPLACES.get(role, frozenset()) if cluster.agent_flag else frozenset()
         a = LogAdapter(raw_log=cluster.nodes[node]["log"], node=node, role=role,
@@ -172,17 +199,17 @@ class Hadoop(SystemUnderTest):
         a.start()
         self.adapters.append(a)
 
-    def _adapt_agent(self, backend, node: str, role: str) -> None:
+    def _adapt_agent(self, ctx: RunContext, node: str, role: str) -> None:
         """The agent's lines of `node`'s JVM (cluster.nodes[node]['agent_out']) into a log
         of their own, events/<node>-agent.jsonl, with its own seq (check I1)."""
         from .adapter import LogAdapter
         from .agent import AgentMapper
-        cluster = backend.cluster
+        cluster = ctx.cluster
         if not cluster.agent_flag:
             return
         a = LogAdapter(raw_log=cluster.nodes[node]["agent_out"], node=node, role=role,
                        release=self.version,
-                       events_out=os.path.join(backend.run_dir, "events", f"{node}-agent.jsonl"),
+                       events_out=os.path.join(ctx.events_dir, f"{node}-agent.jsonl"),
                        mapper=AgentMapper(role, self.version, cluster.address_map()))
         a.start()
         self.adapters.append(a)
@@ -194,19 +221,19 @@ class Hadoop(SystemUnderTest):
         for adapter in list(self.adapters):
             adapter.catch_up()
 
-    def stop_event_sources(self, backend) -> None:
-        if backend.cluster is not None:
+    def stop_event_sources(self, ctx: RunContext) -> None:
+        if ctx.cluster is not None:
             # the run is over: the teardown's stops need no dfsadmin JVM per DataNode
-            backend.cluster.upgrade_stops = False
+            ctx.cluster.upgrade_stops = False
         while self.adapters:
             self.adapters.pop().stop()
-        drop_empty_client_logs(os.path.join(backend.run_dir, "events"))
+        drop_empty_client_logs(ctx.events_dir)
 
     # -- the end of a run ----------------------------------------------------------------
 
-    def not_quiet(self, backend) -> str | None:
+    def not_quiet(self, ctx: RunContext) -> str | None:
         from .state import namenode_view
-        cluster = backend.cluster
+        cluster = ctx.cluster
         bean = cluster.jmx("nn", "Hadoop:service=NameNode,name=FSNamesystem")
         busy = {k: bean.get(k) for k in ("PendingReplicationBlocks", "UnderReplicatedBlocks",
                                          "PendingDeletionBlocks", "ScheduledReplicationBlocks")
@@ -228,15 +255,15 @@ class Hadoop(SystemUnderTest):
                             f"{f['replication']} replicas")
         return None
 
-    def final_state(self, backend) -> dict:
+    def final_state(self, ctx: RunContext) -> dict:
         from .state import final_state
-        return final_state(backend.cluster)
+        return final_state(ctx.cluster)
 
-    def block_of(self, backend, path: str, index: int) -> int:
+    def block_of(self, ctx: RunContext, path: str, index: int) -> int:
         from faults.base import FaultError
 
         from .state import namenode_view
-        view = namenode_view(backend.cluster, read_back=False, path=path)
+        view = namenode_view(ctx.cluster, read_back=False, path=path)
         blocks = [b for f in view["files"] for b in f["blocks"]]
         try:
             return blocks[index]["block"]
@@ -244,6 +271,7 @@ class Hadoop(SystemUnderTest):
             raise FaultError(f"{path} has {len(blocks)} blocks; there is no block {index}") from None
 
 
+SYSTEM = Hadoop
 
 
 def drop_empty_client_logs(events_dir: str) -> None:

@@ -32,6 +32,11 @@ BYTEMAN_VERSION = "4.0.27"
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([.-][A-Za-z0-9.-]+)?$")
 
 
+def is_release(version: str) -> bool:
+    """Whether `version` names a release the way Maven Central does (3.4.2, 3.3.6-foo)."""
+    return bool(_VERSION_RE.match(version))
+
+
 class FetchError(Exception):
     """A fetch that cannot proceed; the message is one line naming the fix."""
 
@@ -85,7 +90,7 @@ def check_tools() -> None:
 
 def fetch(version: str = DEFAULT_VERSION, *, quiet: bool = True) -> Path:
     """Makes sure the jars of ``version`` are cached; returns the release directory."""
-    if not _VERSION_RE.match(version):
+    if not is_release(version):
         raise FetchError(f"hadoop version {version!r} is not a release number: "
                          f"use e.g. {DEFAULT_VERSION}")
     rel = release_dir(version)
