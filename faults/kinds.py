@@ -47,7 +47,7 @@ def kind_names(**flags: Any) -> frozenset[str]:
 
 
 @dataclass
-class RunContext:
+class FaultContext:
     """What a kind's inject() acts through on one run: the harness log, the link mesh,
     the node control, the backend (storage folders, docker networks), the run's seed,
     the NameNode's block lookup, and the faults now active (for kinds that end others)."""

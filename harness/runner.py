@@ -26,7 +26,7 @@ from typing import Any, Callable
 import tenacity
 
 from faults.base import FaultError
-from faults.kinds import RunContext
+from faults.kinds import FaultContext
 from harness import ports
 from harness.backends import BackendError, cleanup_all, get_backend
 from harness.scenario import AtTime, OnEvent, Scenario, ScenarioError, load_scenario
@@ -372,9 +372,9 @@ class Run:
         where = f": {', '.join(resolved)}" if resolved else ""
         self._progress(f"fault {fault_id} ({spec.kind}) injected{where}")
 
-    def _fault_context(self) -> RunContext:
-        """What fault kinds act through on this run (faults.kinds.RunContext)."""
-        return RunContext(log=self.log, mesh=self.backend.mesh, control=self.backend.control,
+    def _fault_context(self) -> FaultContext:
+        """What fault kinds act through on this run (faults.kinds.FaultContext)."""
+        return FaultContext(log=self.log, mesh=self.backend.mesh, control=self.backend.control,
                           backend=self.backend, seed=self.seed, block_of=self._block_of,
                           active=self.active,
                           heal_active=lambda fid, by: self._safely(self.active[fid].heal, by))

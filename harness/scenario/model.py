@@ -27,7 +27,7 @@ from .fields import (INVALID, AnyValue, Bool, Context, Duration, Enum, HadoopCon
 # the effects each kind starts (faults/), and the registry of kinds
 from faults import disk as disk_effects, network as net_effects, process as node_effects
 from faults.grudge import complete_grudge, directed
-from faults.kinds import KINDS, RunContext, register
+from faults.kinds import KINDS, FaultContext, register
 
 CHECK_IDS: tuple[str, ...] = (
     ("I1",) + tuple(f"P{i}" for i in range(1, 8)) + tuple(f"L{i}" for i in range(1, 7))
@@ -292,11 +292,11 @@ class Fault:
         view of the raw scenario (`faults`: the fault mappings, `fault_ids`, `kinds`:
         id -> kind). Errors go to `ctx`."""
 
-    def effect(self, ctx: RunContext):
+    def effect(self, ctx: FaultContext):
         """The faults.base.Fault that does this fault on the run of `ctx` (not started)."""
         raise NotImplementedError(f"fault kind {self.kind!r} has no effect")
 
-    def inject(self, ctx: RunContext, resolved=()):
+    def inject(self, ctx: FaultContext, resolved=()):
         """Starts this fault on the run: returns the started effect (the run heals it
         later), or None when the fault acted on other faults and holds nothing itself.
         `resolved` are the pipeline positions its target was named by."""
@@ -306,10 +306,10 @@ class Fault:
         effect.inject()
         return effect
 
-    def _common(self, ctx: RunContext) -> dict[str, Any]:
+    def _common(self, ctx: FaultContext) -> dict[str, Any]:
         return {"log": ctx.log, "fault_id": self.id}
 
-    def _ctl(self, ctx: RunContext) -> dict[str, Any]:
+    def _ctl(self, ctx: FaultContext) -> dict[str, Any]:
         return {"control": ctx.control, **self._common(ctx)}
 
 
@@ -359,7 +359,7 @@ class LinkFault(Fault):
     def targets(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(n for link in self.links for n in link))
 
-    def _net(self, ctx: RunContext) -> dict[str, Any]:
+    def _net(self, ctx: FaultContext) -> dict[str, Any]:
         return {"mesh": ctx.mesh, **self._common(ctx)}
 
 
@@ -622,7 +622,7 @@ class ReplicaFault(Fault):
             ctx.error_at(child(path, "index"), "index needs file")
         return values
 
-    def _replica(self, ctx: RunContext) -> tuple[Any, int]:
+    def _replica(self, ctx: FaultContext) -> tuple[Any, int]:
         """(the target's storage folder, the block id: given, or asked of the NameNode)."""
         block = self.block if self.block is not None else ctx.block_of(self.file, self.index)
         return ctx.backend.storage_path(self.target), block

@@ -12,7 +12,7 @@ import pytest
 from faults import disk, network, process
 from faults.base import Fault as Effect
 from faults.grudge import Grudge
-from faults.kinds import KINDS, RunContext, kind_names, register, unregister
+from faults.kinds import KINDS, FaultContext, kind_names, register, unregister
 from harness.scenario import ScenarioError, load_scenario_text, scenario_json_schema
 from harness.scenario.fields import Enum, NodeRef, spec
 from harness.scenario.model import ANY_NODE, Fault
@@ -170,7 +170,7 @@ class _Storage:
 
 def _effect(fault_yaml: str, **ctx):
     sc = load_scenario_text(BASE + fault_yaml)
-    return sc.faults[0].effect(RunContext(log=None, **ctx))
+    return sc.faults[0].effect(FaultContext(log=None, **ctx))
 
 
 def test_built_in_kinds_build_their_effects():
@@ -215,7 +215,7 @@ def test_heal_and_resume_end_other_faults_and_hold_nothing(tmp_path):
     healed = []
     paused = process.Pause("dn1", fault_id="pz")
     paused.active = True
-    ctx = RunContext(log=None, active={"pz": paused},
+    ctx = FaultContext(log=None, active={"pz": paused},
                      heal_active=lambda fid, by: healed.append((fid, by)))
     assert sc.fault("rs").inject(ctx) is None and healed == [("pz", "pz")]
     assert sc.fault("h").inject(ctx) is None and healed[-1] == ("pz", "h")
