@@ -375,9 +375,9 @@ class Run:
     def _fault_context(self) -> FaultContext:
         """What fault kinds act through on this run (faults.kinds.FaultContext)."""
         return FaultContext(log=self.log, mesh=self.backend.mesh, control=self.backend.control,
-                          backend=self.backend, seed=self.seed, block_of=self._block_of,
-                          active=self.active,
-                          heal_active=lambda fid, by: self._safely(self.active[fid].heal, by))
+                            backend=self.backend, seed=self.seed, block_of=self._block_of,
+                            active=self.active,
+                            heal_active=lambda fid, by: self._safely(self.active[fid].heal, by))
 
     def _resolve_positions(self, spec):
         """The fault with its pipeline positions (c1.pipeline[1]) resolved to DataNode ids
