@@ -31,8 +31,8 @@ from harness.backends import BackendError, cleanup_all, get_backend
 from harness.scenario import AtTime, OnEvent, Scenario, ScenarioError, load_scenario
 from harness.triggers import LogTailer, TriggerEngine
 from harness.systems import SystemUnderTest, system_of
-from minihdfs.events import EventLog
-from minihdfs.rpc import HdfsError
+from hdfs_contract.events import EventLog
+from hdfs_contract.errors import HdfsError
 
 Progress = Callable[[str], None]
 

@@ -19,11 +19,9 @@ import types
 import typing
 from typing import Any, Callable
 
+from hdfs_contract.errors import HdfsError
+
 from . import wire
-
-
-class HdfsError(Exception):
-    """Base of every exception that crosses the wire by name."""
 
 
 def _error(name: str) -> type:

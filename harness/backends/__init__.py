@@ -12,11 +12,8 @@ from __future__ import annotations
 import abc
 from typing import Any
 
-from minihdfs.events import EventLog
-
-
-class BackendError(RuntimeError):
-    """The backend cannot run here (missing Docker, Toxiproxy, ...); the message says how to fix it."""
+from harness.errors import BackendError
+from hdfs_contract.events import EventLog
 
 
 class Backend(abc.ABC):

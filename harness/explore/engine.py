@@ -44,14 +44,14 @@ class ExploreError(RuntimeError):
 # -- one run, in a worker process -----------------------------------------------------------
 
 # Worker port slices are claimed machine-wide (harness/ports.py): two explorers at once
-# (or a mutation study beside an exploration) cut PORT_RANGE into the same slices by
+# (or a mutation study beside an exploration) cut the port range into the same slices by
 # worker index, and a run of one lost a port to a run of the other.
 from .. import ports
 
 
 def worker_pool(workers: int, package_root: str | None = None) -> cf.ProcessPoolExecutor:
     """Worker processes for runs, each picking its clusters' ports from its own slice of
-    minihdfs.cluster.PORT_RANGE, so that two workers never pick the same port. The slice is
+    the port range (hdfs_contract.ports), so that two workers never pick the same port. The slice is
     a slot claimed on the machine (ports.claim_port_slot), so concurrent explorers differ too.
     `package_root`: where the workers' cluster processes import the mini-HDFS from (a
     mutant's copy, tools/mutants/apply.py); a module global, so each spawned worker
@@ -65,9 +65,9 @@ def _init_worker(counter, workers: int, package_root: str | None = None) -> None
     with counter.get_lock():
         index = counter.value % workers
         counter.value += 1
-    from minihdfs import cluster
+    from harness.systems.minihdfs import use_package_root
     if package_root:
-        cluster.PACKAGE_ROOT = package_root
+        use_package_root(package_root)
     slot = ports.claim_port_slot()
     if slot is not None:
         ports.use_slice(slot, ports.PORT_SLOTS)

@@ -21,7 +21,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 
-from minihdfs.cluster import pid_alive
+from hdfs_contract.procs import pid_alive
 
 DEFAULT_PORT = 15002    # Spark Connect's own default port
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"

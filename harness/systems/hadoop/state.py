@@ -24,7 +24,7 @@ import subprocess
 import time
 import zlib
 
-from minihdfs.cluster import ClusterError
+from hdfs_contract.errors import ClusterError
 
 from . import fetch
 
