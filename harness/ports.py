@@ -67,3 +67,16 @@ def claim_run_ports() -> tuple[int, int] | None:
         return None
     slot = claim_port_slot()
     return None if slot is None else use_slice(slot, PORT_SLOTS)
+
+
+def init_worker_ports(counter, workers: int) -> tuple[int, int]:
+    """A pool worker's set-up (the explorer's, run_parallel's): the slice of a slot
+    claimed on the machine, or, every slot taken, slice `index` of `workers` of the
+    whole range, where `counter` (a shared multiprocessing.Value) numbers the workers."""
+    with counter.get_lock():
+        index = counter.value % workers
+        counter.value += 1
+    slot = claim_port_slot()
+    if slot is not None:
+        return use_slice(slot, PORT_SLOTS)
+    return use_slice(index, workers)

@@ -726,9 +726,8 @@ def run_file(path: str, backend: str, results_dir: str, seed: int | None, keep: 
 
 
 def _init_run_worker(counter, workers: int) -> None:
-    # the explorer's worker set-up: a machine-wide port slice (a flock on a slot file)
-    from harness.explore.engine import _init_worker
-    _init_worker(counter, workers)
+    # as an explorer worker: a machine-wide port slice (a flock on a slot file)
+    ports.init_worker_ports(counter, workers)
     # a group of its own: a terminal's Ctrl-C reaches the parent alone, which stops each
     # run once (a second SIGINT during a teardown would cut the teardown short)
     os.setpgid(0, 0)

@@ -62,17 +62,10 @@ def worker_pool(workers: int, package_root: str | None = None) -> cf.ProcessPool
 
 
 def _init_worker(counter, workers: int, package_root: str | None = None) -> None:
-    with counter.get_lock():
-        index = counter.value % workers
-        counter.value += 1
     from harness.systems.minihdfs import use_package_root
     if package_root:
         use_package_root(package_root)
-    slot = ports.claim_port_slot()
-    if slot is not None:
-        ports.use_slice(slot, ports.PORT_SLOTS)
-    else:   # every slot taken: a slice of the whole range by worker index
-        ports.use_slice(index, workers)
+    ports.init_worker_ports(counter, workers)
 
 
 def run_schedule(yaml_path: str, results_dir: str) -> dict:
