@@ -46,3 +46,17 @@ def test_every_slot_taken_leaves_the_whole_range(monkeypatch, tmp_path):
         fcntl.flock(held, fcntl.LOCK_EX)
         assert ports.claim_run_ports() is None
         assert contract_ports.port_range() == (20000, 32000)
+
+
+def test_the_allocator_hands_out_ports_of_its_range_once_and_refuses_a_bad_range():
+    import pytest
+
+    from hdfs_contract.ports import PortAllocator
+    alloc = PortAllocator((24000, 24050))
+    got = [alloc.free_port() for _ in range(20)]
+    assert len(set(got)) == 20 and all(24000 <= p < 24050 for p in got)
+    assert alloc.set_range((25000, 25010)) == (25000, 25010)
+    assert 25000 <= alloc.free_port() < 25010
+    for bad in ((0, 10), (30000, 30000), (30000, 70000)):
+        with pytest.raises(ValueError, match="port range"):
+            alloc.set_range(bad)
