@@ -42,7 +42,7 @@ import org.apache.hadoop.ipc.RemoteException;
 
 public class HdfsChaosClient {
 
-    // -- Content: hdfs_contract.content.Content, byte for byte -----------------------
+    // -- Content: hdfs_contract.content.Content, byte for byte ------------------------
 
     static final int PAGE = 64 * 1024;
     static final String CONTENT_NAME = "workload";
