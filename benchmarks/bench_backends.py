@@ -36,8 +36,8 @@ from harness.backends import BackendError, get_backend  # noqa: E402
 from harness.runner import run_scenario  # noqa: E402
 from harness.scenario import load_scenario  # noqa: E402
 from harness.systems import get_system  # noqa: E402
-from minihdfs.config import parse_size  # noqa: E402
-from minihdfs.events import EventLog  # noqa: E402
+from hdfs_contract.config import parse_size  # noqa: E402
+from hdfs_contract.events import EventLog  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_DOCKER_READY = 5.0

@@ -165,7 +165,7 @@ def cmd_mutants(args) -> int:
 
 
 def main(argv=None) -> int:
-    from minihdfs.config import parse_duration
+    from hdfs_contract.config import parse_duration
     p = argparse.ArgumentParser(prog="bench_explore")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("rate")

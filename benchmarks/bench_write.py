@@ -18,7 +18,7 @@ import zlib
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from minihdfs.cluster import LocalCluster  # noqa: E402
-from minihdfs.config import parse_size  # noqa: E402
+from hdfs_contract.config import parse_size  # noqa: E402
 
 
 def cpu_seconds(cluster: LocalCluster) -> dict[str, float]:

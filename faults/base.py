@@ -16,7 +16,7 @@ import itertools
 import threading
 from typing import Any, ClassVar
 
-from minihdfs.events import EventLog
+from hdfs_contract.events import EventLog
 
 
 def harness_log(path: str | None = None) -> EventLog:

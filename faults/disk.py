@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from faults.base import Fault, FaultError
-from minihdfs.events import EventLog
+from hdfs_contract.events import EventLog
 
 REPLICA_DIRS = ("finalized", "rbw", "tmp")  # searched in this order
 _META = re.compile(r"^blk_(\d+)_(\d+)\.meta$")

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from faults.base import Fault, FaultError
 from faults.grudge import Grudge, Link, as_links
 from faults.toxiproxy_server import ToxiproxyAPI, ToxiproxyError, ToxiproxyNotFound
-from minihdfs.events import EventLog
+from hdfs_contract.events import EventLog
 
 NAMENODE = "nn"
 STREAMS = ("upstream", "downstream")

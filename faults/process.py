@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from faults.base import Fault, FaultError
-from minihdfs.events import EventLog
+from hdfs_contract.events import EventLog
 
 
 @runtime_checkable

@@ -32,7 +32,7 @@ import toxiproxy
 from toxiproxy import exceptions as toxiproxy_errors
 from toxiproxy.api import APIConsumer
 
-from minihdfs import lifeline
+from hdfs_contract import lifeline
 
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 TOXIPROXY_VERSION = "v2.12.0"
@@ -116,7 +116,7 @@ class ToxiproxyServer:
     Use as a context manager or call start()/stop(). Proxies it creates listen wherever
     they are told (the mesh asks for `127.0.0.1:0`). The process is also stopped when
     the interpreter exits (weakref.finalize runs at exit), and the kernel kills it when
-    the harness dies any other way, SIGKILL included (minihdfs.lifeline).
+    the harness dies any other way, SIGKILL included (hdfs_contract.lifeline).
     """
 
     def __init__(self, binary: str | None = None, host: str = "127.0.0.1",

@@ -380,7 +380,7 @@ def _add_explore(command) -> None:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from minihdfs.config import ConfigError, parse_duration
+    from hdfs_contract.config import ConfigError, parse_duration
     try:
         budget = parse_duration(args.budget, "--budget")
     except ConfigError as e:

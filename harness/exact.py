@@ -1,5 +1,5 @@
 """Exact injection, the harness side: fires `exact: true` event triggers while the
-process that logged the event waits (minihdfs.hold), then lets it go on.
+process that logged the event waits (hdfs_contract.hold), then lets it go on.
 
 `HoldServer` owns, for one run, a unix socket in a short temporary folder and the JSON
 file that `MINIHDFS_HOLD` names for the cluster's processes. Each process announces the
@@ -8,7 +8,7 @@ events that match a hold of its node; the server counts them with its own
 events before the run's start not counted) and, when one makes a trigger due, calls
 `fire(key, firing)` (which injects the fault and returns once it is in place) before it
 answers `release`. Every other announcement is released at once. Only the thread that
-logged the event waits (minihdfs.hold): the announcements of one process are counted in
+logged the event waits (hdfs_contract.hold): the announcements of one process are counted in
 the order it sent them, and a firing runs on a thread of its own, so another thread of
 that process can be announced, held and released meanwhile. A process that dies while
 held (the fault was its kill) just closes its connection.
@@ -32,7 +32,7 @@ from typing import Callable, Hashable
 
 from harness.scenario.model import OnEvent
 from harness.triggers import Firing, TriggerMatcher
-from minihdfs.hold import ENV
+from hdfs_contract.hold import ENV
 
 Fire = Callable[[Hashable, Firing], None]
 

@@ -4,8 +4,8 @@ No container registry exists where hdfs-chaos runs, so nothing is pulled. The ba
 is made from Debian packages: `mmdebstrap` writes a root filesystem tarball (cached
 under tools/rootfs/, git-ignored) that `docker import` turns into `hdfs-chaos/base:<h>`,
 where <h> hashes the recipe in cluster_image/base.json. The cluster image is built from
-cluster_image/Dockerfile on top of it, with a build context holding only minihdfs/ and
-cluster_image/; its tag `hdfs-chaos/minihdfs:<h>` hashes exactly those files, so a build
+cluster_image/Dockerfile on top of it, with a build context holding only minihdfs/, the
+hdfs_contract/ it imports and cluster_image/; its tag `hdfs-chaos/minihdfs:<h>` hashes exactly those files, so a build
 for a source tree that already has an image is skipped. The Toxiproxy image puts the
 toxiproxy-server binary on the same base.
 
@@ -46,7 +46,7 @@ CLUSTER_REPOSITORY = "hdfs-chaos/minihdfs"
 TOXIPROXY_REPOSITORY = "hdfs-chaos/toxiproxy"
 
 # The folders whose files make the cluster image; their hash is its tag.
-SOURCE_FOLDERS = ("minihdfs", "cluster_image")
+SOURCE_FOLDERS = ("minihdfs", "hdfs_contract", "cluster_image")
 _IGNORED_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache"}
 _IGNORED_SUFFIXES = (".pyc", ".pyo", "~", ".swp")
 _TAG_HEX = 12

@@ -1,6 +1,6 @@
-"""Port slices per harness process: every cluster node's port comes from
-minihdfs.cluster.PORT_RANGE, and a port is known to be handed out once only within one
-process. Two harness processes at once (an explorer's workers, a known-bugs matrix
+"""Port slices per harness process: every cluster node's port comes from this process's
+port allocator (hdfs_contract.ports), and a port is known to be handed out once only
+within one process. Two harness processes at once (an explorer's workers, a known-bugs matrix
 beside a diff, two test sessions) therefore each claim a slot, an flock on a file, and
 take their ports from that slot's slice of the range: a JVM that binds its port seconds
 after the harness chose it then never finds it taken by the other process. The kernel
@@ -12,10 +12,12 @@ import fcntl
 import os
 import tempfile
 
+from hdfs_contract import ports as contract_ports
+
 PORT_SLOTS = 8
 PORT_SLOTS_DIR = os.path.join(tempfile.gettempdir(), "hdfs-chaos-port-slots")
 _SLOT_FD: int | None = None     # the claimed slot's lock, held for the process's life
-_FULL_RANGE: tuple[int, int] | None = None     # PORT_RANGE before this process cut it
+_FULL_RANGE: tuple[int, int] | None = None     # the port range before this process cut it
 
 
 def claim_port_slot(slots: int | None = None, directory: str | None = None) -> int | None:
@@ -47,15 +49,14 @@ def claim_port_slot(slots: int | None = None, directory: str | None = None) -> i
 
 
 def use_slice(slot: int, parts: int) -> tuple[int, int]:
-    """Narrows PORT_RANGE to part `slot` of `parts` of the range this process started with."""
+    """Narrows this process's port range to part `slot` of `parts` of the range it
+    started with; returns the slice."""
     global _FULL_RANGE
-    from minihdfs import cluster
     if _FULL_RANGE is None:
-        _FULL_RANGE = cluster.PORT_RANGE
+        _FULL_RANGE = contract_ports.port_range()
     low, high = _FULL_RANGE
     width = (high - low) // parts
-    cluster.PORT_RANGE = (low + slot * width, low + (slot + 1) * width)
-    return cluster.PORT_RANGE
+    return contract_ports.set_port_range(low + slot * width, low + (slot + 1) * width)
 
 
 def claim_run_ports() -> tuple[int, int] | None:
@@ -66,3 +67,16 @@ def claim_run_ports() -> tuple[int, int] | None:
         return None
     slot = claim_port_slot()
     return None if slot is None else use_slice(slot, PORT_SLOTS)
+
+
+def init_worker_ports(counter, workers: int) -> tuple[int, int]:
+    """A pool worker's set-up (the explorer's, run_parallel's): the slice of a slot
+    claimed on the machine, or, every slot taken, slice `index` of `workers` of the
+    whole range, where `counter` (a shared multiprocessing.Value) numbers the workers."""
+    with counter.get_lock():
+        index = counter.value % workers
+        counter.value += 1
+    slot = claim_port_slot()
+    if slot is not None:
+        return use_slice(slot, PORT_SLOTS)
+    return use_slice(index, workers)

@@ -32,8 +32,8 @@ from harness.backends import BackendError, cleanup_all, get_backend
 from harness.scenario import AtTime, OnEvent, Scenario, ScenarioError, load_scenario
 from harness.triggers import LogTailer, TriggerEngine
 from harness.systems import SystemUnderTest, system_of
-from minihdfs.events import EventLog
-from minihdfs.rpc import HdfsError
+from hdfs_contract.events import EventLog
+from hdfs_contract.errors import HdfsError
 
 Progress = Callable[[str], None]
 
@@ -679,9 +679,8 @@ def run_file(path: str, backend: str, results_dir: str, seed: int | None, keep: 
 
 
 def _init_run_worker(counter, workers: int) -> None:
-    # the explorer's worker set-up: a machine-wide port slice (a flock on a slot file)
-    from harness.explore.engine import _init_worker
-    _init_worker(counter, workers)
+    # as an explorer worker: a machine-wide port slice (a flock on a slot file)
+    ports.init_worker_ports(counter, workers)
     # a group of its own: a terminal's Ctrl-C reaches the parent alone, which stops each
     # run once (a second SIGINT during a teardown would cut the teardown short)
     os.setpgid(0, 0)

@@ -324,7 +324,7 @@ class TriggerEngine:
 
 _WRITER = r"""
 import random, sys, time
-from minihdfs.events import EventLog
+from hdfs_contract.events import EventLog
 directory, count, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 random.seed(seed)
 logs = [EventLog(f"{directory}/c1.jsonl", "c1", "client")]

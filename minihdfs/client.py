@@ -14,11 +14,11 @@ import time
 import zlib
 
 from . import wire
-from .config import Config
+from hdfs_contract.config import Config
 from .datanode import (STAGE_APPEND, STAGE_APPEND_RECOVERY, STAGE_CLOSE, STAGE_CLOSE_RECOVERY,
                        STAGE_CREATE, STAGE_STREAMING, STAGE_STREAMING_RECOVERY,
                        STAGE_TRANSFER_RBW, read_timeout_extension)
-from .events import EventLog
+from hdfs_contract.events import EventLog
 from .routing import Routes
 from .rpc import ConnectError, HdfsError, NotReplicatedYetException, RpcClient
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -23,48 +22,16 @@ import sys
 import time
 from typing import Callable
 
-from . import lifeline
-from .config import Config, ConfigError
+from hdfs_contract import lifeline
+from hdfs_contract.config import Config, ConfigError
+from hdfs_contract.ports import free_port
+from hdfs_contract.errors import ClusterError
+from hdfs_contract.procs import pid_alive, stop_process
+
 from .routing import Routes
 from .rpc import RpcClient
 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-class ClusterError(RuntimeError):
-    """The cluster could not be started, reached or controlled."""
-
-
-_PORTS = random.Random()
-_HANDED_OUT: set[int] = set()
-# where free_port looks; the explorer gives each of its worker processes its own slice,
-# since a port is only known to be handed out once within one process
-PORT_RANGE = (20000, 32000)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port free now, from below the kernel's ephemeral range: a port from bind(0)
-    could be taken by any outgoing connection before our node binds it. A port is
-    handed out once per process, so two nodes never get the same one before binding."""
-    # a long session: ports of clusters long gone come back (before the range is used
-    # up: an explorer worker's range is a slice of a few thousand ports)
-    if len(_HANDED_OUT) > (PORT_RANGE[1] - PORT_RANGE[0]) * 2 // 3:
-        _HANDED_OUT.clear()
-    for _ in range(200):
-        port = _PORTS.randrange(*PORT_RANGE)
-        if port in _HANDED_OUT:
-            continue
-        _HANDED_OUT.add(port)
-        with socket.socket() as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind((host, port))
-            except OSError:
-                continue
-            return port
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 class LocalCluster:
@@ -85,7 +52,7 @@ class LocalCluster:
         self.conf = Config(self.config_raw)
         self.seed = seed
         self.routes_for = routes_for
-        # True: every process dies with this one, even on SIGKILL (minihdfs.lifeline);
+        # True: every process dies with this one, even on SIGKILL (hdfs_contract.lifeline);
         # the harness sets it, `cluster up` (nodes outlive the command) does not
         self.tie_to_parent = False
         self.procs: dict[str, subprocess.Popen | None] = {}
@@ -304,48 +271,9 @@ class LocalCluster:
 
     def client(self, client_id: str = "shell", events_path: str | None = None):
         from .client import DFSClient
-        from .events import EventLog
+        from hdfs_contract.events import EventLog
         return DFSClient(client_id, Routes(self.direct_routes()), self.conf,
                          EventLog(events_path, client_id, "client"))
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process runs (a zombie does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:   # a zombie of ours is not alive
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def stop_process(pid: int, timeout: float = 5.0) -> None:
-    """SIGSTOP `pid` and return once every thread of it is stopped (or it is gone)."""
-    os.kill(pid, signal.SIGSTOP)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not _all_stopped(pid):
-        time.sleep(0.001)
-
-
-def _all_stopped(pid: int) -> bool:
-    """Every thread of the process is stopped (or the process is gone)."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                if f.read().rsplit(") ", 1)[1][0] not in "Tt":
-                    return False
-        except (OSError, IndexError):
-            continue
-    return True
 
 
 def _resume_quietly(pid: int) -> None:

@@ -12,8 +12,8 @@ import time
 import traceback
 
 from . import wire
-from .config import Config
-from .events import EventLog
+from hdfs_contract.config import Config
+from hdfs_contract.events import EventLog
 from .fsdataset import (FINALIZED, RBW, RWR, STATE_ORDER, TEMPORARY, FsDataset, ReplicaInfo)
 from .routing import Routes
 from .rpc import HdfsError, RpcClient, RpcServer, UnregisteredNodeException

@@ -14,8 +14,8 @@ import threading
 import time
 import traceback
 
-from .config import Config
-from .events import EventLog
+from hdfs_contract.config import Config
+from hdfs_contract.events import EventLog
 from .leases import Lease, LeaseManager
 from .namespace import EditLog, INodeFile, normalize
 from .placement import BlockPlacementPolicy

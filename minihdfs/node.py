@@ -14,8 +14,8 @@ import signal
 import sys
 import threading
 
-from .config import Config, ConfigError
-from .events import EventLog
+from hdfs_contract.config import Config, ConfigError
+from hdfs_contract.events import EventLog
 from .routing import Routes
 
 

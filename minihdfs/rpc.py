@@ -19,11 +19,9 @@ import types
 import typing
 from typing import Any, Callable
 
+from hdfs_contract.errors import HdfsError
+
 from . import wire
-
-
-class HdfsError(Exception):
-    """Base of every exception that crosses the wire by name."""
 
 
 def _error(name: str) -> type:
@@ -45,7 +43,8 @@ UnregisteredNodeException = _error("UnregisteredNodeException")
 SafeModeException = _error("SafeModeException")
 InternalError = _error("InternalError")
 
-ERRORS = {cls.__name__: cls for cls in HdfsError.__subclasses__()}
+# this module's errors only: HdfsError is the contract's, another system may subclass it too
+ERRORS = {cls.__name__: cls for cls in HdfsError.__subclasses__() if cls.__module__ == __name__}
 
 
 def remote_error(name: str, message: str) -> HdfsError:

@@ -13,8 +13,8 @@ import sys
 import time
 
 from .client import DFSClient, StreamError
-from .config import Config, ConfigError, parse_size
-from .events import EventLog
+from hdfs_contract.config import Config, ConfigError, parse_size
+from hdfs_contract.events import EventLog
 from .routing import Routes
 from .rpc import HdfsError
 from . import state

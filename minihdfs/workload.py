@@ -1,5 +1,6 @@
 """A workload client process: runs write / append / read / recover_lease / truncate
-operations in order, with hflush points and deterministic content from the seed.
+operations in order, with hflush points and deterministic content from the seed
+(hdfs_contract.content).
 
 Every operation is bracketed by `client.op.start` and `client.op.end {ok, error, len}`.
 A file written with `close: false` stays open, its lease renewed, until the process
@@ -9,49 +10,15 @@ is stopped or killed.
 from __future__ import annotations
 
 import os
-import random
 import threading
 import time
 
+from hdfs_contract.config import Config
+from hdfs_contract.content import CONTENT_NAME, Content
+from hdfs_contract.events import EventLog
+
 from .client import DFSClient
-from .config import Config
-from .events import EventLog
 from .routing import Routes
-
-PAGE = 64 * 1024
-
-
-# the name client.stream.open gives this generator (`content`): with harness.run.start's
-# seed, Content(seed).get(path, offset, n) is every byte a workload client writes
-CONTENT_NAME = "workload"
-
-
-class Content:
-    """The bytes a writer puts at each offset of a path: a function of (seed, path, offset)."""
-
-    def __init__(self, seed: int):
-        self.seed = seed
-        self._cache: dict[tuple[str, int], bytes] = {}
-
-    def page(self, path: str, index: int) -> bytes:
-        key = (path, index)
-        page = self._cache.get(key)
-        if page is None:
-            if len(self._cache) > 64:
-                self._cache.clear()
-            page = random.Random(f"{self.seed}:{path}:{index}").randbytes(PAGE)
-            self._cache[key] = page
-        return page
-
-    def get(self, path: str, offset: int, n: int) -> bytes:
-        out = bytearray()
-        while n > 0:
-            index, start = divmod(offset, PAGE)
-            piece = self.page(path, index)[start:start + n]
-            out += piece
-            offset += len(piece)
-            n -= len(piece)
-        return bytes(out)
 
 
 def write_stream(stream, content: Content, path: str, start: int, size: int,

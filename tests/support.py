@@ -8,7 +8,7 @@ import subprocess
 import time
 
 from minihdfs.cluster import LocalCluster
-from minihdfs.events import read_events
+from hdfs_contract.events import read_events
 
 FAST = {
     "dfs.blocksize": "1MiB",

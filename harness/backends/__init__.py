@@ -13,11 +13,8 @@ import abc
 import os
 from typing import Any
 
-from minihdfs.events import EventLog
-
-
-class BackendError(RuntimeError):
-    """The backend cannot run here (missing Docker, Toxiproxy, ...); the message says how to fix it."""
+from harness.errors import BackendError
+from hdfs_contract.events import EventLog
 
 
 class Backend(abc.ABC):

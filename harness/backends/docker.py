@@ -37,8 +37,8 @@ from typing import Any, Iterable, Iterator
 from faults.base import Fault, FaultError
 from faults.network import LinkMesh
 from faults.toxiproxy_server import ToxiproxyAPI, ToxiproxyError
-from minihdfs.events import EventLog
-from minihdfs.rpc import RpcClient
+from harness.systems.minihdfs import nn_rpc_client
+from hdfs_contract.events import EventLog
 
 from harness.systems import SystemUnderTest, get_system
 
@@ -554,7 +554,7 @@ class DockerBackend(Backend):
     def _wait_healthy(self, timeout: float = 60.0) -> None:
         """Until the NameNode answers and every DataNode is registered and live."""
         want = self.scenario.cluster.datanodes
-        nn = RpcClient(self.plans["nn"].listen["rpc"], 1.0, 5.0)
+        nn = nn_rpc_client(self.plans["nn"].listen["rpc"], 1.0, 5.0)
         deadline = time.monotonic() + timeout
         last, checked = "NameNode not answering", 0.0
         try:

@@ -2,7 +2,7 @@
 Toxiproxy a local process with one proxy per directed link.
 
 Every process of a run (nodes, clients, Toxiproxy) is tied to the harness with
-minihdfs.lifeline: the kernel kills it when the harness dies, SIGKILL included. While a
+hdfs_contract.lifeline: the kernel kills it when the harness dies, SIGKILL included. While a
 run is live, its pids are also listed in a state file under the reaper folder; the next
 run (or `hdfs-chaos cleanup`) kills anything listed there that is still ours.
 """
@@ -20,7 +20,8 @@ import tenacity
 from faults.toxiproxy_server import ToxiproxyServer
 from harness.systems import SystemUnderTest, get_system
 from harness.waits import wait_until
-from minihdfs.cluster import ClusterError, pid_alive
+from hdfs_contract.errors import ClusterError
+from hdfs_contract.procs import pid_alive
 
 from . import Backend, BackendError
 

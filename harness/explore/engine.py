@@ -44,7 +44,7 @@ class ExploreError(RuntimeError):
 # -- one run, in a worker process -----------------------------------------------------------
 
 # Worker port slices are claimed machine-wide (harness/ports.py): two explorers at once
-# (or a mutation study beside an exploration) cut PORT_RANGE into the same slices by
+# (or a mutation study beside an exploration) cut the port range into the same slices by
 # worker index, and a run of one lost a port to a run of the other.
 from .. import ports
 from ..scenario import kind_names
@@ -52,7 +52,7 @@ from ..scenario import kind_names
 
 def worker_pool(workers: int, package_root: str | None = None) -> cf.ProcessPoolExecutor:
     """Worker processes for runs, each picking its clusters' ports from its own slice of
-    minihdfs.cluster.PORT_RANGE, so that two workers never pick the same port. The slice is
+    the port range (hdfs_contract.ports), so that two workers never pick the same port. The slice is
     a slot claimed on the machine (ports.claim_port_slot), so concurrent explorers differ too.
     `package_root`: where the workers' cluster processes import the mini-HDFS from (a
     mutant's copy, tools/mutants/apply.py); a module global, so each spawned worker
@@ -63,17 +63,10 @@ def worker_pool(workers: int, package_root: str | None = None) -> cf.ProcessPool
 
 
 def _init_worker(counter, workers: int, package_root: str | None = None) -> None:
-    with counter.get_lock():
-        index = counter.value % workers
-        counter.value += 1
-    from minihdfs import cluster
+    from harness.systems.minihdfs import use_package_root
     if package_root:
-        cluster.PACKAGE_ROOT = package_root
-    slot = ports.claim_port_slot()
-    if slot is not None:
-        ports.use_slice(slot, ports.PORT_SLOTS)
-    else:   # every slot taken: a slice of the whole range by worker index
-        ports.use_slice(index, workers)
+        use_package_root(package_root)
+    ports.init_worker_ports(counter, workers)
 
 
 def run_schedule(yaml_path: str, results_dir: str) -> dict:

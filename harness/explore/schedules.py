@@ -217,7 +217,7 @@ def to_yaml(doc: dict) -> str:
 
 
 def _bytes(size) -> int:
-    from minihdfs.config import parse_size
+    from hdfs_contract.config import parse_size
     return parse_size(size)
 
 

@@ -21,7 +21,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 
-from minihdfs.cluster import pid_alive
+from hdfs_contract.procs import pid_alive
 
 from harness.waits import wait_until
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from minihdfs.config import ConfigError, parse_duration, parse_size
+from hdfs_contract.config import ConfigError, parse_duration, parse_size
 from . import evidence
 from .checks import CHECK_IDS, CheckResult
 from .load import RunSet

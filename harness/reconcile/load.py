@@ -55,7 +55,7 @@ import yaml
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, functions as F, types as T
 
-from minihdfs.config import Config, ConfigError
+from hdfs_contract.config import Config, ConfigError
 from .schema import (BULK_EVENTS, CORRUPT, ENVELOPE, EVENT_SCHEMA, FIELDS,
                      FINAL_STATE_SCHEMA, KNOWN_FIELDS, NARROW_SCHEMA)
 from .session import default_parallelism, get_spark, is_local

@@ -2,7 +2,7 @@
 `final_state.json`.
 
 The event schema is the union of every field the catalogue names (spec/EVENTS.md plus
-the additions in `minihdfs.catalogue`), each with the type the contract gives it. A field
+the additions in `hdfs_contract.catalogue`), each with the type the contract gives it. A field
 the schema does not know is not lost: the loader keeps the whole line in `raw`, and
 `extra_fields()` turns it into a map. A field whose JSON type disagrees with the schema
 becomes null and marks the line malformed (the rest of the line is still used).

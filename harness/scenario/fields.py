@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from minihdfs.config import KEYS, Config, ConfigError, parse_duration, parse_size
+from hdfs_contract.config import KEYS, Config, ConfigError, parse_duration, parse_size
 
 from .issues import Issue, did_you_mean
 
@@ -616,7 +616,7 @@ class Struct(ValueType):
 
 
 class HadoopConfig(ValueType):
-    """`cluster.config`: Hadoop keys of minihdfs.config, each value parsed by its key."""
+    """`cluster.config`: Hadoop keys of hdfs_contract.config, each value parsed by its key."""
 
     expected = "a mapping of configuration keys"
 

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from minihdfs.config import KEYS, ConfigError, parse_duration
+from hdfs_contract.config import KEYS, ConfigError, parse_duration
 
 from .fields import INVALID, Context, Reference, child, item, read
 from .issues import Issue, ScenarioError, did_you_mean

@@ -17,8 +17,8 @@ from typing import Any, ClassVar, Union
 
 import yaml
 
-from minihdfs.catalogue import EVENTS
-from minihdfs.config import Config
+from hdfs_contract.catalogue import EVENTS
+from hdfs_contract.config import Config
 
 from .fields import (INVALID, AnyValue, Bool, Context, Duration, Enum, HadoopConfig, Int,
                      ListOf, MapOf, NodeRef, Pair, Rate, Ref, Size, Str, Struct, Text,
@@ -66,7 +66,7 @@ class OnEvent:
     """Fires `delay` after the `nth` event named `event` (from `node`, with fields `where`)."""
 
     event: str = spec(Enum(sorted(EVENTS), "event"),
-                      "an event name of the catalogue (minihdfs/catalogue.py)",
+                      "an event name of the catalogue (hdfs_contract/catalogue.py)",
                       required="the event name to wait for")
     node: str | None = spec(NodeRef(ANY_NODE + (HARNESS,), "a trigger names a node"),
                             "only events logged by this node", default=None)

@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 
 from faults.base import FaultError
+from hdfs_contract.config import KEYS
+from hdfs_contract.events import EventLog
+from minihdfs import cluster as local_cluster
 from minihdfs import state as cluster_state
 from minihdfs.client import DFSClient
 from minihdfs.cluster import LocalCluster
-from minihdfs.config import KEYS
-from minihdfs.events import EventLog
 from minihdfs.routing import Routes
+from minihdfs.rpc import RpcClient
 
 from . import Capabilities, RunContext, SystemUnderTest
 
@@ -118,3 +120,16 @@ def not_quiet(st: dict) -> str | None:
             if stale:
                 return f"stale replicas of block {b['block']} on {stale} not yet invalidated"
     return None
+
+
+# -- what the harness needs of the mini-HDFS outside a SystemUnderTest ---------------------
+
+def nn_rpc_client(addr: str, connect_timeout: float, timeout: float) -> RpcClient:
+    """An RPC client of the NameNode at `addr` (the docker backend's health check)."""
+    return RpcClient(addr, connect_timeout, timeout)
+
+
+def use_package_root(root: str) -> None:
+    """Cluster processes started from this process import the mini-HDFS from `root` (a
+    mutant's copy, tools/mutants/apply.py) rather than from this repository."""
+    local_cluster.PACKAGE_ROOT = root

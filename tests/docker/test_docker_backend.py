@@ -22,7 +22,7 @@ from harness.backends import BackendError, cleanup_all
 from harness.backends import docker as backend
 from harness.runner import run_scenario
 from harness.scenario import load_scenario_text
-from minihdfs.events import EventLog, read_events
+from hdfs_contract.events import EventLog, read_events
 from minihdfs.rpc import RpcClient
 
 pytestmark = pytest.mark.docker

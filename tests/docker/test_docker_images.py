@@ -106,7 +106,7 @@ def test_missing_base_image_is_imported_from_the_cached_rootfs(docker_client, ba
 
 def test_container_imports_minihdfs(run_once, cluster_image):
     code, output = run_once(cluster_image, [
-        "python3", "-c", "import minihdfs, minihdfs.config, minihdfs.events; print('imported')"])
+        "python3", "-c", "import minihdfs, hdfs_contract.config, hdfs_contract.events; print('imported')"])
     assert (code, output.strip()) == (0, "imported")
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from faults.base import FaultError, harness_log
 from faults.disk import CorruptReplica, DeleteReplica, find_replicas
-from minihdfs.events import read_events
+from hdfs_contract.events import read_events
 
 pytestmark = pytest.mark.integration
 

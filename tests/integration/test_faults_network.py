@@ -15,7 +15,7 @@ from faults.network import (Bandwidth, CutAfterBytes, Latency, LinkMesh, Partiti
                             ResetPeer, Slicer)
 from faults.testing import EchoCluster, connect, echo_time, recv_exactly, who
 from faults.toxiproxy_server import ToxiproxyError, ToxiproxyServer, ensure_binary
-from minihdfs.events import read_events
+from hdfs_contract.events import read_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

@@ -11,7 +11,7 @@ import pytest
 
 from faults.base import harness_log
 from faults.process import CrashClient, Kill, LocalProcessControl, Pause, Restart, Resume
-from minihdfs.events import read_events
+from hdfs_contract.events import read_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -15,8 +15,8 @@ import zlib
 import pytest
 
 from harness.systems.hadoop.logmap import map_lines
-from minihdfs.events import read_events
-from minihdfs.workload import Content
+from hdfs_contract.events import read_events
+from hdfs_contract.content import Content
 from tests import hadoop_support as hs
 from tests.support import start_client, wait_for
 

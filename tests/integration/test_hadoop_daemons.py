@@ -115,7 +115,7 @@ def test_a_scenario_runs_on_hadoop_end_to_end(tmp_path):
     if shutil.which("java") is None:
         pytest.skip("no java")
     from harness.runner import run_scenario
-    from minihdfs.workload import Content
+    from hdfs_contract.content import Content
     sc = tmp_path / "hadoop-smoke.yaml"
     sc.write_text("""
 name: hadoop-smoke

@@ -1,5 +1,5 @@
 """A harness stopped by Ctrl-C (SIGINT) leaves no process, proxy or port behind; one
-killed with SIGKILL takes its processes along (minihdfs.lifeline) and leaves only files,
+killed with SIGKILL takes its processes along (hdfs_contract.lifeline) and leaves only files,
 which the next run (or `hdfs-chaos cleanup`) removes."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from harness.backends.local import REAPER_DIR
-from minihdfs.cluster import pid_alive
+from hdfs_contract.procs import pid_alive
 from tests.support import wait_for
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from minihdfs import lifeline
+from hdfs_contract import lifeline
 from tests.census import CENSUS_SCENARIO, PHASES, Harness, alive, wait_clean
 
 # Seconds for everything of a killed run to go. Nodes and Toxiproxy die with the harness
@@ -47,7 +47,7 @@ def test_sigkill_of_the_harness_leaves_nothing(tmp_path, phase):
 
 CHILD = """
 import sys, threading, time
-from minihdfs import lifeline
+from hdfs_contract import lifeline
 box = []
 t = threading.Thread(target=lambda: box.append(lifeline.popen(["sleep", "300"])))
 t.start(); t.join()          # the forking thread is gone: the child must live on

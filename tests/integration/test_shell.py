@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from minihdfs.cluster import PACKAGE_ROOT, LocalCluster
-from minihdfs.events import read_events
+from hdfs_contract.events import read_events
 from tests.support import FAST, wait_for
 
 pytestmark = pytest.mark.integration
@@ -220,7 +220,7 @@ def test_ls_and_fsck_of_an_open_file(shell_cluster):
 
 
 def _workload_bytes(seed: int, path: str, n: int) -> bytes:
-    from minihdfs.workload import Content
+    from hdfs_contract.content import Content
     return Content(seed).get(path, 0, n)
 
 

@@ -80,7 +80,7 @@ def test_verdicts_through_the_server_are_the_local_ones(cli, tmp_path):
 
     done = cli("spark", "down")
     assert done.returncode == 0 and "stopped" in done.stdout
-    from minihdfs.cluster import pid_alive
+    from hdfs_contract.procs import pid_alive
     assert not pid_alive(pid)      # gone, or a zombie its reaper has not collected yet
     assert cli("spark", "status").returncode == 1
 

@@ -13,7 +13,7 @@ from harness.reconcile.expect import RunFacts, evaluate_expect
 from harness.scenario import load_scenario_text
 from harness.scenario.loader import check_scenario_text
 from harness.systems.hadoop import state
-from minihdfs.cluster import ClusterError
+from hdfs_contract.errors import ClusterError
 
 
 def _volume(reserved_for_replicas=0, free=1000, used=10, reserved=0):

@@ -1,4 +1,4 @@
-"""Exact injection: the event log's hold hook (minihdfs.hold) with the harness's hold
+"""Exact injection: the event log's hold hook (hdfs_contract.hold) with the harness's hold
 channel (harness.exact), in one process with threads standing in for a node's threads.
 
 The properties: with no MINIHDFS_HOLD nothing holds; a matching event is written, then
@@ -18,8 +18,8 @@ import pytest
 
 from harness.exact import HoldServer
 from harness.scenario import OnEvent
-from minihdfs.events import EventLog
-from minihdfs.hold import ENV
+from hdfs_contract.events import EventLog
+from hdfs_contract.hold import ENV
 
 WAIT = 30.0
 

@@ -298,15 +298,15 @@ def test_each_worker_draws_ports_from_its_own_slice(monkeypatch, tmp_path):
 
     from harness import ports
     from harness.explore.engine import _init_worker
-    from minihdfs import cluster
+    from hdfs_contract import ports as contract_ports
     monkeypatch.setattr(ports, "PORT_SLOTS_DIR", str(tmp_path))
     counter = multiprocessing.get_context("spawn").Value("i", 0)
     slices = []
     for _ in range(2):
-        monkeypatch.setattr(cluster, "PORT_RANGE", (20000, 32000))
+        monkeypatch.setattr(contract_ports.ALLOCATOR, "range", (20000, 32000))
         _init_worker(counter, 2)
-        slices.append(cluster.PORT_RANGE)
-        assert cluster.free_port() in range(*cluster.PORT_RANGE)
+        slices.append(contract_ports.port_range())
+        assert contract_ports.free_port() in range(*contract_ports.port_range())
     # one process here: its second claim takes the next slot (and lets the first go)
     assert slices == [(20000, 21500), (21500, 23000)]
 
@@ -317,16 +317,16 @@ def test_every_slot_taken_falls_back_to_the_explorers_own_slices(monkeypatch, tm
 
     from harness import ports
     from harness.explore import engine
-    from minihdfs import cluster
+    from hdfs_contract import ports as contract_ports
     monkeypatch.setattr(ports, "PORT_SLOTS_DIR", str(tmp_path))
     monkeypatch.setattr(ports, "PORT_SLOTS", 1)
     held = open(tmp_path / "slot-0.lock", "w")     # another process's slot, as far as
     try:                                            # flock can tell (another open file)
         fcntl.flock(held, fcntl.LOCK_EX)
-        monkeypatch.setattr(cluster, "PORT_RANGE", (20000, 32000))
+        monkeypatch.setattr(contract_ports.ALLOCATOR, "range", (20000, 32000))
         counter = multiprocessing.get_context("spawn").Value("i", 1)
         engine._init_worker(counter, 2)
-        assert cluster.PORT_RANGE == (26000, 32000)
+        assert contract_ports.port_range() == (26000, 32000)
     finally:
         held.close()
 

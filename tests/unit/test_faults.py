@@ -12,7 +12,7 @@ from faults.network import (Bandwidth, CutAfterBytes, Latency, LinkMesh, Partiti
                             ResetPeer, Slicer)
 from faults.process import CrashClient, Kill, NodeControl, Pause, Restart, Resume
 from faults.testing import InMemoryToxiproxy
-from minihdfs.events import read_events
+from hdfs_contract.events import read_events
 
 LISTEN = {
     "nn": {"rpc": "127.0.0.1:9000"},

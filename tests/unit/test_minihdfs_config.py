@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from minihdfs.config import (KEYS, Config, ConfigError, parse_bool, parse_duration,
+from hdfs_contract.config import (KEYS, Config, ConfigError, parse_bool, parse_duration,
                              parse_size)
 
 

@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from minihdfs.config import Config
-from minihdfs.events import EventLog
+from hdfs_contract.config import Config
+from hdfs_contract.events import EventLog
 from minihdfs.namenode import (COMMITTED, COMPLETE, UNDER_CONSTRUCTION, NameNode)
 from minihdfs.rpc import (AlreadyBeingCreatedException, FileAlreadyExistsException,
                           FileNotFoundException, IOExceptionRemote, LeaseExpiredException,

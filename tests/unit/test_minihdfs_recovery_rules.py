@@ -15,9 +15,9 @@ import pytest
 
 from minihdfs import wire
 from minihdfs.client import DataStreamer, PipelineError
-from minihdfs.config import Config, ConfigError
+from hdfs_contract.config import Config, ConfigError
 from minihdfs.datanode import BlockReceiver, DataNode
-from minihdfs.events import EventLog
+from hdfs_contract.events import EventLog
 from minihdfs.namenode import COMMITTED, COMPLETE, UNDER_CONSTRUCTION, UNDER_RECOVERY
 from minihdfs.routing import Routes
 from minihdfs.rpc import (AlreadyBeingCreatedException, HdfsError, IOExceptionRemote,

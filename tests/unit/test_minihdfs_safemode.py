@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from minihdfs.config import Config, ConfigError
+from hdfs_contract.config import Config, ConfigError
 from minihdfs.namenode import UNDER_CONSTRUCTION, NameNode, safemode_threshold
 from minihdfs.rpc import SafeModeException
 

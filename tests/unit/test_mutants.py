@@ -78,6 +78,8 @@ def test_mutated_tree_points_the_cluster_processes_at_the_copy_and_restores():
         assert minihdfs.cluster.PACKAGE_ROOT == root != before
         with open(os.path.join(root, m.file)) as f:
             assert m.replacement in f.read()
+        # the copy's processes import the contract from the copy too
+        assert os.path.isfile(os.path.join(root, "hdfs_contract", "events.py"))
     assert minihdfs.cluster.PACKAGE_ROOT == before
     assert not os.path.exists(root)
 

@@ -287,7 +287,7 @@ def test_the_inject_event_records_the_resolution(tmp_path):
 
 def test_an_unresolvable_position_stops_the_run_with_its_reason(tmp_path):
     from harness.runner import Run, RunError
-    from minihdfs.events import EventLog
+    from hdfs_contract.events import EventLog
     sc = load_scenario_text(BASE + "  - {id: k, kind: kill, target: c1.pipeline.1, "
                                    "at: {event: client.ack, node: c1}}\n")
     from harness.systems import SystemUnderTest
@@ -315,7 +315,7 @@ def test_a_position_is_resolved_after_the_system_caught_up_its_events(tmp_path):
     fires, is what the position resolves against (Hadoop's adapters poll their logs)."""
     from harness.runner import Run
     from harness.systems import SystemUnderTest
-    from minihdfs.events import EventLog
+    from hdfs_contract.events import EventLog
     sc = load_scenario_text(BASE + "  - {id: k, kind: kill, target: c1.pipeline.0, "
                                    "at: {event: client.ack, node: c1}}\n")
     client_log = EventLog(str(tmp_path / "c1.jsonl"), "c1", "client")

@@ -5,11 +5,11 @@ import multiprocessing
 
 def _run_claims(directory, got, release):
     from harness import ports
-    from minihdfs import cluster
+    from hdfs_contract import ports as contract_ports
     ports.PORT_SLOTS_DIR = directory
     first = ports.claim_run_ports()
     again = ports.claim_run_ports()        # a second run in the same process keeps its slice
-    got.put((first, again, cluster.PORT_RANGE, cluster.free_port()))
+    got.put((first, again, contract_ports.port_range(), contract_ports.free_port()))
     release.wait(60)
 
 
@@ -37,12 +37,26 @@ def test_every_slot_taken_leaves_the_whole_range(monkeypatch, tmp_path):
     import fcntl
 
     from harness import ports
-    from minihdfs import cluster
+    from hdfs_contract import ports as contract_ports
     monkeypatch.setattr(ports, "PORT_SLOTS_DIR", str(tmp_path))
     monkeypatch.setattr(ports, "PORT_SLOTS", 1)
     monkeypatch.setattr(ports, "_SLOT_FD", None)
-    monkeypatch.setattr(cluster, "PORT_RANGE", (20000, 32000))
+    monkeypatch.setattr(contract_ports.ALLOCATOR, "range", (20000, 32000))
     with open(tmp_path / "slot-0.lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         assert ports.claim_run_ports() is None
-        assert cluster.PORT_RANGE == (20000, 32000)
+        assert contract_ports.port_range() == (20000, 32000)
+
+
+def test_the_allocator_hands_out_ports_of_its_range_once_and_refuses_a_bad_range():
+    import pytest
+
+    from hdfs_contract.ports import PortAllocator
+    alloc = PortAllocator((24000, 24050))
+    got = [alloc.free_port() for _ in range(20)]
+    assert len(set(got)) == 20 and all(24000 <= p < 24050 for p in got)
+    assert alloc.set_range((25000, 25010)) == (25000, 25010)
+    assert 25000 <= alloc.free_port() < 25010
+    for bad in ((0, 10), (30000, 30000), (30000, 70000)):
+        with pytest.raises(ValueError, match="port range"):
+            alloc.set_range(bad)

@@ -12,8 +12,8 @@ import yaml
 
 from harness.scenario import FAULT_KINDS, SCHEMA_PATH, scenario_json_schema
 from harness.scenario.schema import schema_text
-from minihdfs.catalogue import EVENTS
-from minihdfs.config import KEYS
+from hdfs_contract.catalogue import EVENTS
+from hdfs_contract.config import KEYS
 
 CORPUS = Path(__file__).resolve().parent.parent / "scenario_corpus"
 VALID = sorted((CORPUS / "valid").glob("*.yaml"))

@@ -15,7 +15,7 @@ import pytest
 from harness.scenario import AfterFault, AtTime, OnEvent
 from harness.triggers import (Firing, LogTailer, TriggerEngine, TriggerMatcher, event_matches,
                               measure_lag)
-from minihdfs.events import EventLog
+from hdfs_contract.events import EventLog
 
 START = 1000.0
 WAIT = 30.0   # generous: only reached when something is broken

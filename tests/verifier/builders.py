@@ -19,7 +19,7 @@ from typing import Callable
 
 import yaml
 
-from minihdfs.workload import CONTENT_NAME, Content
+from hdfs_contract.content import CONTENT_NAME, Content
 
 T0 = 1_700_000_000.0
 C1 = "DFSClient_c1_100"

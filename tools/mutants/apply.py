@@ -1,5 +1,6 @@
-"""Applying a mutant: a scratch copy of `minihdfs/` with one patch, and running the
-local backend's cluster processes on that copy while the harness (and the harness's own
+"""Applying a mutant: a scratch copy of `minihdfs/` (and, unpatched, of the
+`hdfs_contract/` it imports) with one patch, and running the local backend's cluster
+processes on that copy while the harness (and the harness's own
 mini-HDFS client, used for read-back and final state) stays unmutated."""
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from .catalogue import Mutant
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = "minihdfs"
+# what the package imports besides the standard library: copied beside it, never patched,
+# so the copy's processes import the whole system from the copy
+CONTRACT = "hdfs_contract"
 
 
 class MutantError(RuntimeError):
@@ -31,9 +35,11 @@ def patch_text(mutant: Mutant, text: str) -> str:
 
 
 def copy_package(dest_root: str, source_root: str = REPO_ROOT) -> str:
-    """Copy `minihdfs/` from source_root into dest_root (without byte code)."""
-    shutil.copytree(os.path.join(source_root, PACKAGE), os.path.join(dest_root, PACKAGE),
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    """Copy `minihdfs/` and `hdfs_contract/` from source_root into dest_root (without
+    byte code)."""
+    for package in (PACKAGE, CONTRACT):
+        shutil.copytree(os.path.join(source_root, package), os.path.join(dest_root, package),
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return dest_root
 
 

@@ -191,7 +191,7 @@ def _writes_at(runs: RunSet, cuts: list[tuple]) -> dict:
 
 def _content(name: str | None, seed: int | None):
     """The generator a stream names (`content`), or None when it cannot be rebuilt."""
-    from minihdfs.workload import CONTENT_NAME, Content
+    from hdfs_contract.content import CONTENT_NAME, Content
     if name == CONTENT_NAME and seed is not None:
         return Content(seed)
     return None

@@ -21,7 +21,7 @@ from .conf import config_issues
 JAVA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java")
 CLIENT_CLASS = "HdfsChaosClient"
 
-from harness.backends import BackendError
+from harness.errors import BackendError
 from harness.systems import Capabilities, RunContext, SystemError_, SystemUnderTest
 
 

@@ -7,7 +7,7 @@ line; each event is one line written with one `os.write` on a file opened with
 O_APPEND, so the harness's LogTailer (and so the trigger engine) sees it at once and the
 verifier reads the same file after the run. `seq` counts the adapted events of the node
 from 0 (an events file that already has lines -- an adapter restarted on the same
-output -- goes on after them, as minihdfs.events.EventLog does).
+output -- goes on after them, as hdfs_contract.events.EventLog does).
 
 The raw file may not exist yet (the JVM has not started), may grow (appends), may be
 appended to by a restarted process (log4j's FileAppender with Append=true: the same

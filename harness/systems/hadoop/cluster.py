@@ -27,8 +27,10 @@ import urllib.error
 import urllib.request
 from typing import Callable
 
-from minihdfs import lifeline
-from minihdfs.cluster import ClusterError, free_port, pid_alive, stop_process
+from hdfs_contract import lifeline
+from hdfs_contract.ports import free_port
+from hdfs_contract.errors import ClusterError
+from hdfs_contract.procs import pid_alive, stop_process
 
 from harness.waits import wait_until
 
@@ -268,7 +270,7 @@ class HadoopCluster:
     def _spawn(self, node: str, cmd: list[str]) -> subprocess.Popen:
         spec = self.nodes[node]
         # under the local backend (tie_to_parent) a JVM dies with the harness, SIGKILL
-        # included, as the mini-HDFS processes do (minihdfs.lifeline)
+        # included, as the mini-HDFS processes do (hdfs_contract.lifeline)
         popen = lifeline.popen if self.tie_to_parent else subprocess.Popen
         with open(spec["stdout"], "ab") as out:
             proc = popen(cmd, stdout=out, stderr=subprocess.STDOUT,

@@ -1,6 +1,6 @@
 """Hadoop configuration of one run: the scenario's keys rendered for a given release.
 
-The scenario's config keys are already Hadoop's (minihdfs/config.py declares them with
+The scenario's config keys are already Hadoop's (hdfs_contract/config.py declares them with
 Hadoop's names, defaults and units); they pass through, with values turned from human
 units into what Hadoop parses (sizes in bytes, durations as a bare number in the key's
 own unit or with an `ms` suffix, which Hadoop's getTimeDuration accepts). Two keys are
@@ -19,7 +19,7 @@ import os
 from typing import Any
 from xml.sax.saxutils import escape
 
-from minihdfs.config import KEYS, ConfigError
+from hdfs_contract.config import KEYS, ConfigError
 
 SOFT_LIMIT_S = 60.0   # HdfsConstants.LEASE_SOFTLIMIT_PERIOD in every release
 HARD_LIMIT_S = 1200.0  # HdfsConstants.LEASE_HARDLIMIT_PERIOD before 3.4 (20 min)

@@ -23,7 +23,7 @@ import re
 import subprocess
 import zlib
 
-from minihdfs.cluster import ClusterError
+from hdfs_contract.errors import ClusterError
 
 from harness.waits import retrying
 

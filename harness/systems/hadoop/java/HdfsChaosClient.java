@@ -9,7 +9,7 @@
  * OPS.json is the list harness/runner.py _workload_ops writes for one client. Each event
  * is one JSON line written with one write() on a file opened for append, so a SIGKILL
  * (crash_client) loses nothing already logged. The bytes written at (path, offset) are
- * minihdfs.workload.Content(seed): Python's random.Random(f"{seed}:{path}:{page}")
+ * hdfs_contract.content.Content(seed): Python's random.Random(f"{seed}:{path}:{page}")
  * .randbytes(65536), reproduced here (MT19937 seeded the way CPython seeds from a str).
  */
 
@@ -42,7 +42,7 @@ import org.apache.hadoop.ipc.RemoteException;
 
 public class HdfsChaosClient {
 
-    // -- Content: minihdfs.workload.Content, byte for byte ----------------------------
+    // -- Content: hdfs_contract.content.Content, byte for byte ------------------------
 
     static final int PAGE = 64 * 1024;
     static final String CONTENT_NAME = "workload";
@@ -164,7 +164,7 @@ public class HdfsChaosClient {
         }
     }
 
-    // -- the event log: minihdfs.events.EventLog --------------------------------------
+    // -- the event log: hdfs_contract.events.EventLog ---------------------------------
 
     static final class EventLog {
         final String node, role;
@@ -496,7 +496,7 @@ public class HdfsChaosClient {
     public static void main(String[] argv) throws Exception {
         if (argv.length == 5 && argv[0].equals("--dump-content")) {
             // --dump-content SEED PATH OFFSET N: the workload's bytes on stdout (tests
-            // compare them with minihdfs.workload.Content)
+            // compare them with hdfs_contract.content.Content)
             byte[] b = new Content(Long.parseLong(argv[1])).get(argv[2], Long.parseLong(argv[3]),
                                                                Integer.parseInt(argv[4]));
             System.out.write(b);

@@ -27,12 +27,12 @@ class EventLog:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             self._seq = _count_lines(path)
-        # exact injection (minihdfs.hold): None unless the harness asked this node to hold
+        # exact injection (hdfs_contract.hold): None unless the harness asked this node to hold
         self._hold = _hold_from_env(node, role)
 
     def emit(self, event: str, **fields: Any) -> dict:
         """Log `event` with `fields`; returns the record written. A line that exact
-        injection holds (minihdfs.hold) is written and announced under the lock; only
+        injection holds (hdfs_contract.hold) is written and announced under the lock; only
         then, with the lock released, does this thread wait: other threads log on."""
         held = None
         with self._lock:

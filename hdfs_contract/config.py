@@ -1,4 +1,4 @@
-"""Configuration of the mini-HDFS: Hadoop's keys, Hadoop's defaults, human units.
+"""Configuration of a system under test: Hadoop's keys, Hadoop's defaults, human units.
 
 Every key a process understands is declared here once, with its type, its default and
 the unit a bare number has (Hadoop's: `dfs.heartbeat.interval: 3` means 3 seconds,
@@ -31,7 +31,7 @@ _NUMBER_UNIT = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$
 
 
 class ConfigError(ValueError):
-    """A configuration key or value that the mini-HDFS cannot accept."""
+    """A configuration key or value that cannot be accepted."""
 
 
 def parse_size(value: Any, what: str = "size") -> int:

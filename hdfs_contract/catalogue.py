@@ -101,7 +101,7 @@ CLIENT = {
     # recovery stage it was decided in; a closing pipeline adds no node) and `reason`;
     # client.stream.open also carries `stream` (the client's number of the output stream,
     # from 0), `offset` (the file offset the stream starts at) and `content` (the name of
-    # the generator of the bytes written, "workload": minihdfs.workload.Content with
+    # the generator of the bytes written, "workload": hdfs_contract.content.Content with
     # harness.run.start's seed; null when none); client.write also carries `stream` and
     # `stream_crc` (CRC-32 of the stream's bytes before this write, from its start offset)
     # harness.run.start also carries `system` (minihdfs | hadoop) and `system_version`
