@@ -123,7 +123,7 @@ def _run(tmp_path, scenario):
     """A Run with only what _inject and _act_on use (no cluster)."""
     from harness.runner import Run
     from harness.systems import SystemUnderTest
-    from minihdfs.events import EventLog
+    from hdfs_contract.events import EventLog
     run = Run.__new__(Run)
     run.scenario, run.seed, run.say = scenario, scenario.seed, lambda msg: None
     run.events_dir, run.pipelines = str(tmp_path), None

@@ -218,7 +218,7 @@ def test_the_verifier_asks_a_third_system_what_it_cannot_observe(ownjars):
 def test_the_docker_backend_refuses_a_system_that_does_not_run_there(ownjars, tmp_path):
     from harness.backends import BackendError
     from harness.backends.docker import DockerBackend
-    from minihdfs.events import EventLog
+    from hdfs_contract.events import EventLog
     sc = _scenario()
     log = EventLog(None, "harness", "harness")
     with pytest.raises(BackendError, match="--system ownjars needs --backend local"):
@@ -228,7 +228,7 @@ def test_the_docker_backend_refuses_a_system_that_does_not_run_there(ownjars, tm
 def test_a_system_sees_the_run_through_its_context(tmp_path):
     """The backend builds the context from the seven things a system used of it."""
     from harness.backends.local import LocalBackend
-    from minihdfs.events import EventLog
+    from hdfs_contract.events import EventLog
     sc = _scenario()
     b = LocalBackend(sc, "r", str(tmp_path), EventLog(None, "harness", "harness"), 7)
     ctx = b.context()
