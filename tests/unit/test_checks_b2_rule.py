@@ -62,3 +62,8 @@ def test_answers_older_than_the_block_or_without_length_never_take_part():
 
 def test_a_state_outside_the_rule_gives_no_length():
     assert b2_length([ans("dn1", "RUR", 8)]) == ("remove", 0, None)
+
+
+def test_a_truncate_without_answers_judges_no_participants():
+    assert b2_length(None, new_len=3) == ("truncate", 3, None)
+    assert b2_length([], new_len=3) == ("truncate", 3, [])
