@@ -20,14 +20,15 @@ from typing import Callable
 
 from pyspark.sql import functions as F
 
-from ..load import NAMENODE_HOLDER, RunSet
+from ..load import RunSet
 from .block import check_b1, check_b2, check_b3, check_b4, check_b5, check_b6, check_h1
-from .common import Outcome, ident, sql_string
+from .common import Outcome, Starts, ident
 from .data import check_d1, check_d2, check_d3, check_d4
 from .integrity import check_i1
-from .lease import check_l1, check_l2, check_l3, check_l4, check_l5, check_l6
-from .pipeline import (check_p1, check_p2, check_p3, check_p4, check_p5, check_p6,
-                       check_p7)
+from .lease import (L2_STARTS, L4_STARTS, check_l1, check_l2, check_l3, check_l4, check_l5,
+                    check_l6)
+from .pipeline import (P6_STARTS, P7_STARTS, check_p1, check_p2, check_p3, check_p4,
+                       check_p5, check_p6, check_p7)
 
 log = logging.getLogger(__name__)
 
@@ -39,63 +40,62 @@ class Check:
     id: str
     title: str
     fn: Callable[[RunSet], Outcome]
-    # What the check starts from, as a SQL aggregate over the runs' rare events
-    # (RunSet.rare) that is false when it is absent: every row the check can give, an
-    # exercised run or a violation, derives from such an event, so without one the check
-    # skips in every run and need not be planned at all. None: no such precondition.
+    # The events the check starts from (common.Starts, or a bare event name): every row
+    # it can give, an exercised run or a violation, derives from one of them, so without
+    # one the check skips in every run and need not be planned at all. () : no such
+    # precondition.
+    starts: tuple[Starts | str, ...] = ()
+    # The same precondition as a SQL aggregate over the runs' rare events
+    # (RunSet.rare), false when it is absent: made from `starts`; given directly only
+    # where no filter of single events says it (B6). None: the check is always planned.
     needs: str | None = None
 
+    def __post_init__(self):
+        if self.starts:
+            if self.needs is not None:
+                raise ValueError(f"check {self.id}: give `starts` or `needs`, not both")
+            object.__setattr__(self, "needs", starts_sql(self.starts))
 
-def any_event(*names: str) -> str:
-    """A `needs` met by any event with one of these names."""
-    return f"count_if(event IN ({', '.join(sql_string(n) for n in names)})) > 0"
+
+def starts_sql(starts) -> str:
+    """A `needs` met by any of the starting events."""
+    conds = [(s if isinstance(s, Starts) else Starts(s)).sql() for s in starts]
+    return f"count_if({' OR '.join(conds)}) > 0"
 
 
-# a DataNode started again: a second dn.start of one node in one run
+# B6 starts from a DataNode started again: a second dn.start of one node in one run
 _DN_RESTARTED = ("count_if(event = 'dn.start') > "
                  "count(DISTINCT CASE WHEN event = 'dn.start' THEN concat(run_id, '/', node) END)")
 
 CHECKS: list[Check] = [
     Check("I1", "event logs complete", check_i1),
-    Check("P1", "pipeline rebuilt after an error", check_p1, any_event("client.pipeline.error")),
-    Check("P2", "replace-datanode policy followed", check_p2,
-          any_event("client.pipeline.replace")),
-    Check("P3", "no acked byte lost in recovery", check_p3,
-          any_event("client.pipeline.recovered")),
+    Check("P1", "pipeline rebuilt after an error", check_p1, ("client.pipeline.error",)),
+    Check("P2", "replace-datanode policy followed", check_p2, ("client.pipeline.replace",)),
+    Check("P3", "no acked byte lost in recovery", check_p3, ("client.pipeline.recovered",)),
     Check("P4", "NameNode agrees on the new pipeline", check_p4,
-          any_event("client.pipeline.recovered")),
+          ("client.pipeline.recovered",)),
     Check("P5", "stale replicas are not valid locations", check_p5,
-          any_event("client.pipeline.recovered")),
+          ("client.pipeline.recovered",)),
     # the rows P6 and P7 start from, not every pipeline error: a run whose DataNode
     # crash was recovered has errors but nothing for them (a check costs ~0.5 s to plan)
-    Check("P6", "honest failure when every DataNode failed", check_p6,
-          "count_if(event = 'client.stream.error' OR (event = 'client.pipeline.error' "
-          "AND bad_node IS NOT NULL AND size(pipeline) <= 1)) > 0"),
-    Check("P7", "setup errors blame the right node", check_p7,
-          "count_if(event = 'client.pipeline.error' AND stage = 'PIPELINE_SETUP_CREATE' "
-          "AND block IS NOT NULL AND size(pipeline) > 0) > 0"),
+    Check("P6", "honest failure when every DataNode failed", check_p6, P6_STARTS),
+    Check("P7", "setup errors blame the right node", check_p7, P7_STARTS),
     Check("L1", "one writer per file", check_l1),
-    Check("L2", "soft limit respected", check_l2,
-          "count_if(event = 'nn.lease.recover' AND NOT coalesce(force, false) AND holder "
-          "IS NOT NULL AND requester IS NOT NULL AND requester <> holder AND NOT "
-          f"startswith(requester, {sql_string(NAMENODE_HOLDER)})) > 0"),
+    Check("L2", "soft limit respected", check_l2, L2_STARTS),
     Check("L3", "hard limit enforced by the NameNode", check_l3),
-    Check("L4", "recovered files closed in the end", check_l4,
-          "count_if(event IN ('nn.lease.recover', 'nn.lease.reassign', 'nn.recovery.start') "
-          "OR (event = 'nn.file.close' AND reason IN ('lease_recovery', 'block_recovery'))) > 0"),
-    Check("L5", "old holder shut out", check_l5,
-          any_event("nn.lease.recover", "nn.lease.reassign")),
+    Check("L4", "recovered files closed in the end", check_l4, L4_STARTS),
+    Check("L5", "old holder shut out", check_l5, ("nn.lease.recover", "nn.lease.reassign")),
     Check("L6", "live writers renew their lease", check_l6),
-    Check("B1", "recovery id and primary", check_b1, any_event("nn.recovery.start")),
-    Check("B2", "syncBlock length rule", check_b2, any_event("dn.recovery.sync")),
+    Check("B1", "recovery id and primary", check_b1, ("nn.recovery.start",)),
+    Check("B2", "syncBlock length rule", check_b2, ("dn.recovery.sync",)),
     Check("B3", "participants and NameNode agree after commit", check_b3,
-          any_event("nn.recovery.commit")),
-    Check("B4", "empty block removed", check_b4, any_event("dn.recovery.sync")),
-    Check("B5", "old generation rejected", check_b5, any_event("nn.recovery.commit")),
-    Check("B6", "restart makes RWR", check_b6, _DN_RESTARTED),
+          ("nn.recovery.commit",)),
+    Check("B4", "empty block removed", check_b4, ("dn.recovery.sync",)),
+    Check("B5", "old generation rejected", check_b5, ("nn.recovery.commit",)),
+    Check("B6", "restart makes RWR", check_b6, needs=_DN_RESTARTED),
     # an addition of hdfs-chaos to spec/CHECKS.md (docs/events.md, "Checks")
     Check("H1", "COMPLETE only with enough FINALIZED replicas", check_h1),
-    Check("D1", "hflushed bytes durable", check_d1, any_event("client.hflush")),
+    Check("D1", "hflushed bytes durable", check_d1, ("client.hflush",)),
     Check("D2", "content read back is what was written", check_d2),
     Check("D3", "FINALIZED replicas agree", check_d3),
     Check("D4", "replication restored", check_d4),

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window, functions as F
 
 from ..load import RunSet
-from .common import LOG_SLACK_S, Outcome, base, runs_of, union_all, violation, with_conf
+from .common import (LOG_SLACK_S, Outcome, base, last_before, runs_of, sql_string, union_all,
+                     violation, with_conf)
 from .pipeline import stale_locations, _stale_evidence
 
 
@@ -62,17 +63,50 @@ def check_b1(runs: RunSet) -> Outcome:
                                           "known_locations"))
 
 
-def sync_rule_stages(prefix: str, keep_empty: bool) -> list[list[str]]:
-    """The rule, length and participants that syncBlock must choose for a row's
-    `answers` (MINIHDFS.md section 3), as SQL select lists to apply one after the other
-    (each adds columns named `<prefix>_...`; the last adds `<prefix>_rule`, `_len`,
-    `_participants` and `_inconsistent`). Columns read: answers, new_len, start_gs.
+# syncBlock's length rule (MINIHDFS.md section 3; 3.x BlockRecoveryWorker.syncBlock), the
+# one table that b2_length and the SQL of sync_rule_stages both read: the best original
+# state among the usable answers names the rule (in this order); the length is the least
+# length of the answers in that state; the participants are those answers and the ones
+# in the `also` states whose length is exactly the chosen one. Before the table: a
+# truncate recovery takes the requested length; after it (no data): remove.
+SYNC_RULES = (
+    # state, rule, also
+    ("FINALIZED", "finalized", ("RBW",)),
+    ("RBW", "min_rbw", ()),
+    ("RWR", "min_rwr", ()),
+)
 
-    The best original state wins (FINALIZED > RBW > RWR): FINALIZED -> the finalized
-    length; RBW -> min length of the RBW replicas; RWR -> min length of the RWR replicas;
-    truncate -> the requested length; no data at all -> remove. Answers older than the
-    block's GS never take part. Hadoop (BlockRecoveryWorker) also leaves zero-length
-    replicas out; `keep_empty=True` is the literal reading that keeps them.
+
+def b2_length(answers, new_len=None, start_gs=None, keep_empty=False):
+    """(rule, length, participants) that syncBlock must choose for its `answers` (dicts
+    with dn, state, len, gs): B2 of spec/CHECKS.md. Answers without a length, or older
+    than the block's GS `start_gs`, never take part; nor, as Hadoop has it, do zero-length
+    ones (`keep_empty=True`: the literal reading that keeps them). `new_len`: a truncate
+    recovery. participants: the sorted dns (None for remove, or with no answers list)."""
+    usable = [a for a in answers or () if a is not None and a.get("len") is not None
+              and (start_gs is None or a.get("gs") is None or a["gs"] >= start_gs)
+              and (keep_empty or a["len"] > 0)]
+    names = lambda xs: sorted((a.get("dn") for a in xs),  # noqa: E731
+                              key=lambda d: (d is None, d or ""))
+    if new_len is not None:
+        return "truncate", new_len, (None if answers is None else  # no answers: none judged
+                                     names(a for a in usable if a["len"] >= new_len))
+    if not any(a["len"] > 0 for a in usable):
+        return "remove", 0, None
+    for state, rule, also in SYNC_RULES:
+        mine = [a["len"] for a in usable if a.get("state") == state]
+        if mine:
+            length = min(mine)
+            return rule, length, names(a for a in usable if a.get("state") == state or (
+                a.get("state") in also and a["len"] == length))
+    return "remove", 0, None
+
+
+def sync_rule_stages(prefix: str, keep_empty: bool) -> list[list[str]]:
+    """b2_length as SQL over a row's answers, new_len and start_gs, generated from
+    SYNC_RULES: select lists to apply one after the other, each adding columns named
+    `<prefix>_...`; the last adds `<prefix>_rule`, `_len` and `_participants`
+    (`_inconsistent`: FINALIZED answers of different lengths).
 
     In stages, each naming what the next reads: written as one expression, the rule is
     copied into the length and the participants and every state filter into the rule,
@@ -81,37 +115,33 @@ def sync_rule_stages(prefix: str, keep_empty: bool) -> list[list[str]]:
     usable = "a.len IS NOT NULL AND (start_gs IS NULL OR a.gs IS NULL OR a.gs >= start_gs)"
     if not keep_empty:
         usable += " AND a.len > 0"
-    lens = lambda arr: f"transform({arr}, a -> a.len)"  # noqa: E731
+    of = lambda state: f"{p}_{state.lower()}"  # noqa: E731  the usable answers in a state
     names = lambda arr: f"array_sort(transform({arr}, a -> a.dn))"  # noqa: E731
-    fin_and_rbw_of_fin_len = (f"filter({p}_cand, a -> a.state = 'FINALIZED' "
-                              f"OR (a.state = 'RBW' AND a.len = {p}_fin_len))")
+    takes_part = lambda state, also: " OR ".join(  # noqa: E731
+        [f"a.state = {sql_string(state)}"]
+        + [f"(a.state = {sql_string(s)} AND a.len = {of(state)}_len)" for s in also])
     return [
         [f"filter(answers, a -> {usable}) AS {p}_cand"],
-        [f"filter({p}_cand, a -> a.state = 'FINALIZED') AS {p}_fin",
-         f"filter({p}_cand, a -> a.state = 'RBW') AS {p}_rbw",
-         f"filter({p}_cand, a -> a.state = 'RWR') AS {p}_rwr",
-         f"coalesce(exists({p}_cand, a -> a.len > 0), false) AS {p}_has_data"],
-        [f"""CASE WHEN new_len IS NOT NULL THEN 'truncate'
-                  WHEN NOT {p}_has_data THEN 'remove'
-                  WHEN size({p}_fin) > 0 THEN 'finalized'
-                  WHEN size({p}_rbw) > 0 THEN 'min_rbw'
-                  WHEN size({p}_rwr) > 0 THEN 'min_rwr'
-                  ELSE 'remove' END AS {p}_rule""",
-         f"array_min({lens(f'{p}_fin')}) AS {p}_fin_len",
-         f"size(array_distinct({lens(f'{p}_fin')})) > 1 AS {p}_inconsistent"],
-        # who takes part (BlockRecoveryWorker.syncBlock): FINALIZED -> the FINALIZED
-        # answers and the RBW ones of exactly the finalized length; RBW / RWR -> the
-        # answers in that state; truncate -> every usable answer that holds the new
-        # length; remove -> nobody
-        [f"""CASE {p}_rule WHEN 'truncate' THEN new_len WHEN 'remove' THEN CAST(0 AS BIGINT)
-                  WHEN 'finalized' THEN {p}_fin_len
-                  WHEN 'min_rbw' THEN array_min({lens(f'{p}_rbw')})
-                  WHEN 'min_rwr' THEN array_min({lens(f'{p}_rwr')}) END AS {p}_len""",
-         f"""CASE {p}_rule
-                  WHEN 'truncate' THEN {names(f'filter({p}_cand, a -> a.len >= new_len)')}
-                  WHEN 'finalized' THEN {names(fin_and_rbw_of_fin_len)}
-                  WHEN 'min_rbw' THEN {names(f'{p}_rbw')}
-                  WHEN 'min_rwr' THEN {names(f'{p}_rwr')} END AS {p}_participants"""],
+        [f"filter({p}_cand, a -> a.state = {sql_string(state)}) AS {of(state)}"
+         for state, _, _ in SYNC_RULES]
+        + [f"coalesce(exists({p}_cand, a -> a.len > 0), false) AS {p}_has_data"],
+        ["CASE WHEN new_len IS NOT NULL THEN 'truncate' "
+         f"WHEN NOT {p}_has_data THEN 'remove' "
+         + " ".join(f"WHEN size({of(state)}) > 0 THEN {sql_string(rule)}"
+                    for state, rule, _ in SYNC_RULES)
+         + f" ELSE 'remove' END AS {p}_rule"]
+        + [f"array_min(transform({of(state)}, a -> a.len)) AS {of(state)}_len"
+           for state, _, _ in SYNC_RULES]
+        + [f"size(array_distinct(transform({of('FINALIZED')}, a -> a.len))) > 1 "
+           f"AS {p}_inconsistent"],
+        [f"CASE {p}_rule WHEN 'truncate' THEN new_len WHEN 'remove' THEN CAST(0 AS BIGINT) "
+         + " ".join(f"WHEN {sql_string(rule)} THEN {of(state)}_len"
+                    for state, rule, _ in SYNC_RULES) + f" END AS {p}_len",
+         f"CASE {p}_rule WHEN 'truncate' THEN "
+         f"{names(f'filter({p}_cand, a -> a.len >= new_len)')} "
+         + " ".join(f"WHEN {sql_string(rule)} THEN "
+                    f"{names(f'filter({p}_cand, a -> {takes_part(state, also)})')}"
+                    for state, rule, also in SYNC_RULES) + f" END AS {p}_participants"],
     ]
 
 
@@ -188,6 +218,12 @@ def check_b3(runs: RunSet) -> Outcome:
     with GS = recovery id and the committed length, the NameNode's block has GS = recovery
     id (the commit's own GS too) and that length, and the file closed."""
     c = _commits(runs).filter(F.col("removed").isNull() & (F.coalesce("len", F.lit(1)) > 0))
+    return Outcome(runs_of(c), _b3_participants(runs, c).unionByName(_b3_namenode(runs, c)))
+
+
+def _b3_participants(runs: RunSet, c: DataFrame) -> DataFrame:
+    """B3's violations of the commits `c` on the participants' side: each logged its
+    replica FINALIZED at the new GS with the committed length, and holds it so on disk."""
     parts = c.select("*", F.explode("pipeline").alias("dn"))
     fin = (runs.of("dn.replica.state").filter(F.col("state") == "FINALIZED")
            .select(F.col("run_id").alias("_r"), F.col("node").alias("_d"),
@@ -218,6 +254,12 @@ def check_b3(runs: RunSet) -> Outcome:
     pbad = violation(pj.withColumn("why", pwhy).filter(F.col("why").isNotNull()), F.col("why"),
                      F.col("start_path").alias("path"), "block", "recovery_id",
                      F.col("new_gs").alias("gs"), "len", "pipeline", F.col("dn").alias("participant"))
+    return pbad
+
+
+def _b3_namenode(runs: RunSet, c: DataFrame) -> DataFrame:
+    """B3's violations of the commits `c` on the NameNode's side: the commit's GS is the
+    recovery id, the block has that GS and the committed length, the file closed."""
     nnb = (runs.of("nn.block.state").filter(F.col("state").isin("COMMITTED", "COMPLETE"))
            .groupBy("run_id", "block", "gs").agg(F.collect_set("len").alias("nn_lens")))
     fsb = runs.fs_blocks.select("run_id", "block", "gs", F.col("len").alias("fs_len"))
@@ -252,7 +294,7 @@ def check_b3(runs: RunSet) -> Outcome:
                      F.col("start_path").alias("path"), "block", "recovery_id",
                      F.col("new_gs").alias("gs"), F.col("gs").alias("commit_gs"), "len",
                      "nn_lens", "fs_len", "fs_closed")
-    return Outcome(runs_of(c), pbad.unionByName(nbad))
+    return nbad
 
 
 def check_b4(runs: RunSet) -> Outcome:
@@ -331,34 +373,7 @@ def check_b6(runs: RunSet) -> Outcome:
     replicas, and one back before they expire loads as RBW again (logged with reason
     restart_saved) so that the waiting writer can go on with it. Such a replica is not
     judged here: the shutdown has to say so, a crash never does."""
-    starts = runs.of("dn.start").select("run_id", "node", "ts", "eid")
-    w = Window.partitionBy("run_id", "node").orderBy("ts", "eid")
-    restarts = (starts.withColumn("prev", F.lag("ts").over(w))
-                .withColumn("until", F.lead("ts").over(w))
-                .filter(F.col("prev").isNotNull())
-                .select("run_id", "node", "prev", F.col("ts").alias("r_ts"), "until"))
-    states = runs.of("dn.replica.state").filter(F.col("block").isNotNull()).select(
-        "run_id", "node", "block", "gs", "len", "state", "reason", "ts", "eid")
-    before = states.join(restarts, ["run_id", "node"]).filter(F.col("ts") < F.col("r_ts"))
-    wb = Window.partitionBy("run_id", "node", "r_ts", "block").orderBy(F.desc("ts"),
-                                                                     F.desc("eid"))
-    cases = (before.withColumn("_rn", F.row_number().over(wb))
-             .filter((F.col("_rn") == 1) & (F.col("state") == "RBW"))
-             .select("run_id", "node", "block", "prev", "r_ts", "until",
-                     F.col("gs").alias("rbw_gs"), F.col("len").alias("rbw_len")))
-    # the exception: a shutdown for restart between the two starts, and the replica
-    # logged back as RBW with reason restart_saved after the second
-    for_restart = (runs.of("dn.stop").filter(F.coalesce(F.col("restart"), F.lit(False)))
-                   .select("run_id", "node", F.col("ts").alias("stop_ts")))
-    saved = (states.filter((F.col("state") == "RBW") & (F.col("reason") == "restart_saved"))
-             .select("run_id", "node", "block", F.col("ts").alias("saved_ts")))
-    kept = (cases.join(for_restart, ["run_id", "node"])
-            .filter((F.col("stop_ts") > F.col("prev")) & (F.col("stop_ts") <= F.col("r_ts")))
-            .join(saved, ["run_id", "node", "block"])
-            .filter((F.col("saved_ts") >= F.col("r_ts"))
-                    & (F.col("until").isNull() | (F.col("saved_ts") < F.col("until"))))
-            .select("run_id", "node", "block", "r_ts").distinct())
-    cases = cases.join(kept, ["run_id", "node", "block", "r_ts"], "left_anti").drop("prev")
+    cases, states = _b6_cases(runs)
     inits = base(runs.of("dn.recovery.init_replica"), "block", "gs", "len", "state",
                  "recovery_id")
     timeline = (states.drop("reason").withColumn("kind", F.lit("state")).withColumn("recovery_id",
@@ -400,6 +415,40 @@ def check_b6(runs: RunSet) -> Outcome:
     return Outcome(runs_of(cases), bad.unionByName(silent_v))
 
 
+def _b6_cases(runs: RunSet) -> tuple[DataFrame, DataFrame]:
+    """(cases, states): the replicas B6 judges, run_id, node, block, r_ts (the restart),
+    until (the node's next start), rbw_gs, rbw_len: RBW when their node started again and
+    not saved for the restart (check_b6); and the nodes' dn.replica.state rows."""
+    starts = runs.of("dn.start").select("run_id", "node", "ts", "eid")
+    w = Window.partitionBy("run_id", "node").orderBy("ts", "eid")
+    restarts = (starts.withColumn("prev", F.lag("ts").over(w))
+                .withColumn("until", F.lead("ts").over(w))
+                .filter(F.col("prev").isNotNull())
+                .select("run_id", "node", "prev", F.col("ts").alias("r_ts"), "until"))
+    states = runs.of("dn.replica.state").filter(F.col("block").isNotNull()).select(
+        "run_id", "node", "block", "gs", "len", "state", "reason", "ts", "eid")
+    # each block's last state on the node before the restart, when it was RBW
+    cases = (last_before(restarts, states, ["run_id", "node"], "b_", at="r_ts", how="inner",
+                         key=["run_id", "node", "r_ts", "b_block"])
+             .filter(F.col("b_state") == "RBW")
+             .select("run_id", "node", F.col("b_block").alias("block"), "prev", "r_ts", "until",
+                     F.col("b_gs").alias("rbw_gs"), F.col("b_len").alias("rbw_len")))
+    # the exception: a shutdown for restart between the two starts, and the replica
+    # logged back as RBW with reason restart_saved after the second
+    for_restart = (runs.of("dn.stop").filter(F.coalesce(F.col("restart"), F.lit(False)))
+                   .select("run_id", "node", F.col("ts").alias("stop_ts")))
+    saved = (states.filter((F.col("state") == "RBW") & (F.col("reason") == "restart_saved"))
+             .select("run_id", "node", "block", F.col("ts").alias("saved_ts")))
+    kept = (cases.join(for_restart, ["run_id", "node"])
+            .filter((F.col("stop_ts") > F.col("prev")) & (F.col("stop_ts") <= F.col("r_ts")))
+            .join(saved, ["run_id", "node", "block"])
+            .filter((F.col("saved_ts") >= F.col("r_ts"))
+                    & (F.col("until").isNull() | (F.col("saved_ts") < F.col("until"))))
+            .select("run_id", "node", "block", "r_ts").distinct())
+    cases = cases.join(kept, ["run_id", "node", "block", "r_ts"], "left_anti").drop("prev")
+    return cases, states
+
+
 def check_h1(runs: RunSet) -> Outcome:
     """COMPLETE needs replicas (seed 004 2.3-2.4; BlockManager.completeBlock): a block the
     NameNode logs as COMPLETE had, by then, at least dfs.namenode.replication.min
@@ -424,15 +473,14 @@ def check_h1(runs: RunSet) -> Outcome:
                        & (judged["len"] == synced["_l"])
                        & (synced["_t"] <= judged["ts"] + LOG_SLACK_S),
                        "left_anti")
-    starts = runs.of("nn.start").select("run_id", F.col("ts").alias("s_ts"))
-    since = (done.join(starts, "run_id", "left")
-             .filter(F.col("s_ts").isNull() | (F.col("s_ts") <= F.col("ts")))
-             .groupBy("eid").agg(F.max("s_ts").alias("since")))
+    # the NameNode process that completed it: since its last start
+    d = (last_before(done, runs.of("nn.start").select("run_id", "ts", "eid"), ["run_id"], "s_",
+                     strict=False)
+         .withColumnRenamed("s_ts", "since").drop("s_eid"))
     reps = (runs.of("nn.replica.reported").filter(F.col("state") == "FINALIZED")
             .select(F.col("run_id").alias("_r"), F.col("block").alias("_b"),
                     F.col("gs").alias("_g"), F.col("len").alias("_l"), F.col("dn").alias("_dn"),
                     F.col("ts").alias("_t")))
-    d = done.join(since, "eid", "left")
     j = d.join(reps, (d["run_id"] == reps["_r"]) & (d["block"] == reps["_b"])
                & (d["gs"] == reps["_g"]) & (d["len"] == reps["_l"]) & (reps["_t"] <= d["ts"])
                & (d["since"].isNull() | (reps["_t"] >= d["since"])), "left")

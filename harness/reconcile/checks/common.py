@@ -29,6 +29,25 @@ class Outcome:
     violations: DataFrame
 
 
+@dataclasses.dataclass(frozen=True)
+class Starts:
+    """Events a check starts from: every row it can give, an exercised run or a
+    violation, derives from an `event` event that meets `where` (SQL over its fields;
+    None: every one). The check reads them with `rows`, and the runner plans it only
+    where some exist (checks.Check.needs): the filter is written once, here."""
+    event: str
+    where: str | None = None
+
+    def rows(self, runs: RunSet) -> DataFrame:
+        df = runs.of(self.event)
+        return df.filter(self.where) if self.where else df
+
+    def sql(self) -> str:
+        """The condition as SQL over a table of events (RunSet.rare)."""
+        cond = f"event = {sql_string(self.event)}"
+        return f"({cond} AND ({self.where}))" if self.where else cond
+
+
 def lit_or(value) -> Column:
     return value if isinstance(value, Column) else F.lit(value)
 
@@ -85,32 +104,49 @@ def prefixed(df: DataFrame, prefix: str, keep: tuple[str, ...] = ()) -> DataFram
 
 
 def first_after(left: DataFrame, right: DataFrame, on: list[str], prefix: str,
-                strict: bool = True, key: str = "eid", how: str = "left",
-                extra=None) -> DataFrame:
+                strict: bool = True, key: str | list[str] = "eid", how: str = "left",
+                extra=None, at: str = "ts") -> DataFrame:
     """For each row of `left` (unique `key`), the earliest row of `right` with the same
-    `on` columns and a later ts; right's columns come back prefixed (null if none).
-    `extra(left, right_prefixed)` adds a join condition."""
-    r = prefixed(right, prefix)
-    cond = [left[c] == r[prefix + c] for c in on]
-    cond.append(r[prefix + "ts"] > left["ts"] if strict else r[prefix + "ts"] >= left["ts"])
-    if extra is not None:
-        cond.append(extra(left, r))
-    j = left.join(r, on=_and(cond), how=how).drop(*[prefix + c for c in on])
-    w = Window.partitionBy(key).orderBy(F.col(prefix + "ts").asc_nulls_last(),
-                                        F.col(prefix + "eid").asc_nulls_last())
-    return j.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1").drop("_rn")
+    `on` columns and a ts later than left's `at` (or equal, `strict=False`); right's
+    columns come back prefixed (null if none; `how="inner"`: left rows without one are
+    dropped). `extra(left, right_prefixed)` adds a join condition."""
+    bound = lambda l, r: r[prefix + "ts"] > l[at] if strict else r[prefix + "ts"] >= l[at]  # noqa: E731
+    return _pick(left, right, on, prefix, bound, extra, key, how, latest=False)
 
 
 def last_before(left: DataFrame, right: DataFrame, on: list[str], prefix: str,
-                strict: bool = True, key: str = "eid", how: str = "left") -> DataFrame:
-    """For each row of `left`, the latest row of `right` with the same `on` columns and
-    an earlier ts (prefixed columns, null if none)."""
+                strict: bool = True, key: str | list[str] = "eid", how: str = "left",
+                extra=None, at: str = "ts", slack: float = 0.0) -> DataFrame:
+    """For each row of `left` (unique `key`), the latest row of `right` with the same `on`
+    columns and a ts earlier than left's `at` (or equal, `strict=False`; up to `slack`
+    seconds after it, for events two processes log around one moment); prefixed columns,
+    null if none. `extra` and `how` as in first_after."""
+    def bound(l, r):
+        t = l[at] + slack if slack else l[at]
+        return r[prefix + "ts"] < t if strict else r[prefix + "ts"] <= t
+    return _pick(left, right, on, prefix, bound, extra, key, how, latest=True)
+
+
+def first_of(left: DataFrame, right: DataFrame, on: list[str], prefix: str,
+             key: str | list[str] = "eid", how: str = "left") -> DataFrame:
+    """For each row of `left`, the earliest row of `right` with the same `on` columns,
+    whenever it was logged (prefixed columns, null if none)."""
+    return _pick(left, right, on, prefix, None, None, key, how, latest=False)
+
+
+def _pick(left, right, on, prefix, bound, extra, key, how, latest):
+    """The join of first_after / last_before / first_of: `right` prefixed, matched on `on`,
+    `bound` and `extra`, and per `key` of left the first row in time order (the last when
+    `latest`; ties broken by eid when right has one)."""
     r = prefixed(right, prefix)
     cond = [left[c] == r[prefix + c] for c in on]
-    cond.append(r[prefix + "ts"] < left["ts"] if strict else r[prefix + "ts"] <= left["ts"])
+    for c in (bound, extra):
+        if c is not None:
+            cond.append(c(left, r))
     j = left.join(r, on=_and(cond), how=how).drop(*[prefix + c for c in on])
-    w = Window.partitionBy(key).orderBy(F.col(prefix + "ts").desc_nulls_last(),
-                                        F.col(prefix + "eid").desc_nulls_last())
+    order = [prefix + "ts"] + ([prefix + "eid"] if prefix + "eid" in r.columns else [])
+    order = [F.col(c).desc_nulls_last() if latest else F.col(c).asc_nulls_last() for c in order]
+    w = Window.partitionBy(*([key] if isinstance(key, str) else key)).orderBy(*order)
     return j.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1").drop("_rn")
 
 
@@ -291,14 +327,11 @@ def last_renewal(runs: RunSet, df: DataFrame, holder_col: str = "holder",
     NameNode start counts: restored leases start fresh), null if none. `renewals`
     (run_id, holder, ts) replaces holder_renewals."""
     r = (renewals if renewals is not None else holder_renewals(runs)).select(
-        F.col("run_id").alias("_r"), F.col("holder").alias("_h"), F.col("ts").alias("_t"))
-    j = df.join(r, (df["run_id"] == r["_r"]) & (df[holder_col] == r["_h"]) & (r["_t"] < df["ts"]),
-                "left").groupBy("eid").agg(F.max("_t").alias("_lr"))
-    s = namenode_starts(runs).select(F.col("run_id").alias("_r"), F.col("ts").alias("_t"))
-    k = df.join(s, (df["run_id"] == s["_r"]) & (s["_t"] < df["ts"]), "left") \
-        .groupBy("eid").agg(F.max("_t").alias("_ls"))
-    return (df.join(j, "eid", "left").join(k, "eid", "left")
-            .withColumn("last_renew", F.greatest("_lr", "_ls")).drop("_lr", "_ls"))
+        "run_id", F.col("holder").alias(holder_col), "ts")
+    j = last_before(df, r, ["run_id", holder_col], "_lr_")
+    j = last_before(j, namenode_starts(runs), ["run_id"], "_ls_")
+    return (j.withColumn("last_renew", F.greatest("_lr_ts", "_ls_ts"))
+            .drop("_lr_ts", "_ls_ts"))
 
 
 def with_conf(runs: RunSet, df: DataFrame) -> DataFrame:

@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, Window, functions as F, types as T
 
 from ..crc import crc32_combine
 from ..load import RunSet
-from .common import LOG_SLACK_S, Outcome, live_datanodes, runs_of, violation
+from .common import LOG_SLACK_S, Outcome, first_after, live_datanodes, runs_of, violation
 
 
 _PATH_OPS = ("nn.file.truncate", "nn.file.delete", "nn.file.rename", "nn.file.create")
@@ -58,11 +58,11 @@ def check_d1(runs: RunSet) -> Outcome:
     # the first truncate / rename / delete after each hflush, on its path or a folder
     # above it: the hflushes between two such operations share one greatest offset
     ops = runs.of(*_PATH_OPS[:3]).filter(F.col("path").isNotNull()).select(
-        F.col("run_id").alias("_r"), F.col("path").alias("_p"), F.col("ts").alias("_t"))
-    under = (F.col("path") == F.col("_p")) | F.col("path").startswith(F.concat(F.col("_p"), F.lit("/")))
-    nxt = (hf.join(ops, (hf["run_id"] == ops["_r"]) & under & (ops["_t"] > hf["ts"]), "left")
-           .groupBy("eid").agg(F.min("_t").alias("next_op")))
-    hf = hf.join(nxt, "eid", "left")
+        "run_id", "path", "ts", "eid")
+    under = lambda l, r: ((l["path"] == r["o_path"])  # noqa: E731
+                          | l["path"].startswith(F.concat(r["o_path"], F.lit("/"))))
+    hf = (first_after(hf, ops, ["run_id"], "o_", extra=under)
+          .withColumnRenamed("o_ts", "next_op").drop("o_path", "o_eid"))
     w = Window.partitionBy("run_id", "path", "next_op").orderBy(F.desc("offset"), "ts")
     top = (hf.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1")
            .join(runs.fs_runs, "run_id", "left_semi")

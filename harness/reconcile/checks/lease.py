@@ -6,9 +6,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window, functions as F
 
 from ..load import NAMENODE_HOLDER, RunSet
-from .common import (LOG_SLACK_S, Outcome, assign_stream, base, client_streams,
-                     fault_windows, lease_changes, lease_intervals, last_renewal, node_deaths,
-                     recovery_renewals, runs_of, touches, union_all, violation, with_conf)
+from .common import (LOG_SLACK_S, Outcome, Starts, assign_stream, base, client_streams,
+                     fault_windows, first_after, last_before, lease_changes, lease_intervals,
+                     last_renewal, node_deaths, recovery_renewals, runs_of, sql_string,
+                     touches, union_all, violation, with_conf)
 
 # The monitor acts on a lease in its first pass after the hard limit; on top of the
 # spec's "+ 2 monitor intervals" allow for scheduling on a loaded machine.
@@ -23,13 +24,10 @@ def check_l1(runs: RunSet) -> Outcome:
          .rowsBetween(Window.unboundedPreceding, Window.currentRow))
     counted = c.withColumn("holders", F.sum("delta").over(w))
     over = counted.filter((F.col("delta") == 1) & (F.col("holders") >= 2))
-    starts = c.filter("delta = 1").select(F.col("run_id").alias("_r"), F.col("path").alias("_p"),
-                                          F.col("holder").alias("o_holder"),
-                                          F.col("ts").alias("o_ts"), F.col("eid").alias("o_eid"))
-    j = over.join(starts, (over["run_id"] == starts["_r"]) & (over["path"] == starts["_p"])
-                  & (starts["o_holder"] != over["holder"]) & (starts["o_ts"] <= over["ts"]), "left")
-    w2 = Window.partitionBy("eid").orderBy(F.desc_nulls_last("o_ts"), F.desc_nulls_last("o_eid"))
-    j = j.withColumn("_rn", F.row_number().over(w2)).filter("_rn = 1")
+    # the evidence: the latest other holder's start at or before it
+    starts = c.filter("delta = 1").select("run_id", "path", "holder", "ts", "eid")
+    j = last_before(over, starts, ["run_id", "path"], "o_", strict=False,
+                    extra=lambda l, r: r["o_holder"] != l["holder"])
     return Outcome(runs_of(c), violation(
         j, F.format_string("%s holds a lease on %s while %s still holds one (since %.6f)",
                            F.col("holder"), F.col("path"), F.col("o_holder"), F.col("o_ts")),
@@ -44,16 +42,18 @@ def error_name(col):
                             r"Exception$", "")
 
 
+# a takeover attempt by another client: not forced, not the NameNode's own recovery
+L2_STARTS = (Starts("nn.lease.recover", "NOT coalesce(force, false) AND holder IS NOT NULL "
+                    "AND requester IS NOT NULL AND requester <> holder AND NOT "
+                    f"startswith(requester, {sql_string(NAMENODE_HOLDER)})"),)
+
+
 def check_l2(runs: RunSet) -> Outcome:
     """Soft limit: a takeover by another client (nn.lease.recover, force=false, result not
     error) only once the holder's last renewal is older than the soft limit; earlier
     attempts fail with AlreadyBeingCreated or RecoveryInProgress."""
-    rec = base(runs.of("nn.lease.recover"), "path", "holder", "requester", "force", "result",
+    rec = base(L2_STARTS[0].rows(runs), "path", "holder", "requester", "force", "result",
                "error")
-    rec = rec.filter(~F.coalesce(F.col("force"), F.lit(False)) & F.col("holder").isNotNull()
-                     & F.col("requester").isNotNull()
-                     & (F.col("requester") != F.col("holder"))
-                     & ~F.col("requester").startswith(NAMENODE_HOLDER))
     # The holder's renewals: its own (renew, add, reassign) and those of lease recoveries
     # (internalReleaseLease renews the lease it leaves behind), each taken at its
     # nn.lease.recover: the renewal a takeover makes is logged just before its own
@@ -101,44 +101,7 @@ def check_l3(runs: RunSet) -> Outcome:
     ren = union_all([runs.of("nn.lease.renew", "nn.lease.add", "nn.lease.reassign")
                      .select("run_id", "holder", "ts", "eid", "event"), recovery_renewals(runs)]) \
         .select("run_id", "holder", "ts", "eid", "event", F.lit("renew").alias("kind"))
-    r = ren.select(F.col("run_id").alias("_r"), F.col("holder").alias("_h"),
-                   F.col("ts").alias("p_ts"), F.col("eid").alias("p_eid"),
-                   F.col("event").alias("p_event"), F.col("kind").alias("p_kind"))
-    pts_ren = iv.join(r, (iv["run_id"] == r["_r"]) & (iv["holder"] == r["_h"])
-                      & (r["p_ts"] > iv["s"]) & (r["p_ts"] < iv["e"]))
-    # The NameNode's own lifecycle: a start renews every restored lease, a kill or stop
-    # suspends the monitor (no deadline runs while it is down), and so does startup safe
-    # mode (LeaseManager.Monitor releases nothing in it): once it is left, a lease past
-    # its hard limit is due within 2 monitor intervals ("resume").
-    nn_up = runs.of("nn.start").select("run_id", "ts", "eid", "event", F.lit("renew").alias("kind"))
-    nn_down = union_all([
-        runs.of("harness.node.kill", "harness.node.stop").filter(F.col("target") == "nn")
-        .select("run_id", "ts", "eid", "event", F.lit("down").alias("kind")),
-        runs.of("nn.safemode.enter").select("run_id", "ts", "eid", "event",
-                                            F.lit("down").alias("kind")),
-        runs.of("nn.safemode.leave").select("run_id", "ts", "eid", "event",
-                                            F.lit("resume").alias("kind"))])
-    life = nn_up.unionByName(nn_down).select(
-        F.col("run_id").alias("_r"), F.col("ts").alias("p_ts"), F.col("eid").alias("p_eid"),
-        F.col("event").alias("p_event"), F.col("kind").alias("p_kind"))
-    pts_life = iv.join(life, (iv["run_id"] == life["_r"]) & (life["p_ts"] > iv["s"])
-                       & (life["p_ts"] < iv["e"]))
-    # the monitor's failed recoveries of the holder's lease on the path (3.x: retried)
-    att = (runs.of("nn.lease.recover")
-           .filter(F.col("requester").startswith(NAMENODE_HOLDER) & (F.col("result") == "error"))
-           .select(F.col("run_id").alias("_r"), F.col("holder").alias("_h"),
-                   F.col("path").alias("_p"), F.col("ts").alias("p_ts"),
-                   F.col("eid").alias("p_eid"), F.col("event").alias("p_event"),
-                   F.lit("attempt").alias("p_kind")))
-    pts_att = iv.join(att, (iv["run_id"] == att["_r"]) & (iv["holder"] == att["_h"])
-                      & (iv["path"] == att["_p"]) & (att["p_ts"] > iv["s"])
-                      & (att["p_ts"] < iv["e"]))
-    cols = ["run_id", "path", "holder", "s", "e", "open", "ikey", "p_ts", "p_eid", "p_event",
-            "p_kind"]
-    start_pts = iv.select("*", F.col("s").alias("p_ts"), F.col("s_eid").alias("p_eid"),
-                          F.lit("nn.lease.add").alias("p_event"), F.lit("renew").alias("p_kind"))
-    pts = union_all([start_pts.select(*cols), pts_ren.select(*cols), pts_life.select(*cols),
-                     pts_att.select(*cols)])
+    pts = _l3_timeline(runs, iv, ren)
     w = Window.partitionBy("ikey").orderBy("p_ts", "p_eid")
     gaps = with_conf(runs, pts.withColumn("next_ts", F.coalesce(F.lead("p_ts").over(w), F.col("e"))))
     upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -185,12 +148,61 @@ def check_l3(runs: RunSet) -> Outcome:
                    late_v.unionByName(early_v))
 
 
+def _l3_timeline(runs: RunSet, iv: DataFrame, ren: DataFrame) -> DataFrame:
+    """The moments inside each lease interval of `iv` that bear on its hard-limit clock
+    (p_ts, p_eid, p_event, p_kind): its start and the holder's renewals `ren` (renew),
+    the NameNode's starts (renew), kills, stops and safe mode (down), the end of safe
+    mode (resume), and the monitor's failed recoveries of the lease (attempt)."""
+    r = ren.select(F.col("run_id").alias("_r"), F.col("holder").alias("_h"),
+                   F.col("ts").alias("p_ts"), F.col("eid").alias("p_eid"),
+                   F.col("event").alias("p_event"), F.col("kind").alias("p_kind"))
+    pts_ren = iv.join(r, (iv["run_id"] == r["_r"]) & (iv["holder"] == r["_h"])
+                      & (r["p_ts"] > iv["s"]) & (r["p_ts"] < iv["e"]))
+    # The NameNode's own lifecycle: a start renews every restored lease, a kill or stop
+    # suspends the monitor (no deadline runs while it is down), and so does startup safe
+    # mode (LeaseManager.Monitor releases nothing in it): once it is left, a lease past
+    # its hard limit is due within 2 monitor intervals ("resume").
+    nn_up = runs.of("nn.start").select("run_id", "ts", "eid", "event", F.lit("renew").alias("kind"))
+    nn_down = union_all([
+        runs.of("harness.node.kill", "harness.node.stop").filter(F.col("target") == "nn")
+        .select("run_id", "ts", "eid", "event", F.lit("down").alias("kind")),
+        runs.of("nn.safemode.enter").select("run_id", "ts", "eid", "event",
+                                            F.lit("down").alias("kind")),
+        runs.of("nn.safemode.leave").select("run_id", "ts", "eid", "event",
+                                            F.lit("resume").alias("kind"))])
+    life = nn_up.unionByName(nn_down).select(
+        F.col("run_id").alias("_r"), F.col("ts").alias("p_ts"), F.col("eid").alias("p_eid"),
+        F.col("event").alias("p_event"), F.col("kind").alias("p_kind"))
+    pts_life = iv.join(life, (iv["run_id"] == life["_r"]) & (life["p_ts"] > iv["s"])
+                       & (life["p_ts"] < iv["e"]))
+    # the monitor's failed recoveries of the holder's lease on the path (3.x: retried)
+    att = (runs.of("nn.lease.recover")
+           .filter(F.col("requester").startswith(NAMENODE_HOLDER) & (F.col("result") == "error"))
+           .select(F.col("run_id").alias("_r"), F.col("holder").alias("_h"),
+                   F.col("path").alias("_p"), F.col("ts").alias("p_ts"),
+                   F.col("eid").alias("p_eid"), F.col("event").alias("p_event"),
+                   F.lit("attempt").alias("p_kind")))
+    pts_att = iv.join(att, (iv["run_id"] == att["_r"]) & (iv["holder"] == att["_h"])
+                      & (iv["path"] == att["_p"]) & (att["p_ts"] > iv["s"])
+                      & (att["p_ts"] < iv["e"]))
+    cols = ["run_id", "path", "holder", "s", "e", "open", "ikey", "p_ts", "p_eid", "p_event",
+            "p_kind"]
+    start_pts = iv.select("*", F.col("s").alias("p_ts"), F.col("s_eid").alias("p_eid"),
+                          F.lit("nn.lease.add").alias("p_event"), F.lit("renew").alias("p_kind"))
+    pts = union_all([start_pts.select(*cols), pts_ren.select(*cols), pts_life.select(*cols),
+                     pts_att.select(*cols)])
+    return pts
+
+
+# events saying a path's lease was recovered
+L4_STARTS = (Starts("nn.lease.recover", "result IN ('closed', 'recovering')"),
+             Starts("nn.lease.reassign"), Starts("nn.recovery.start"),
+             Starts("nn.file.close", "reason IN ('lease_recovery', 'block_recovery')"))
+
+
 def _recovered_paths(runs: RunSet) -> DataFrame:
     """run_id, path, ts, eid, event, node: events saying a path's lease was recovered."""
-    rec = runs.of("nn.lease.recover").filter(F.col("result").isin("closed", "recovering"))
-    closes = runs.of("nn.file.close").filter(F.col("reason").isin("lease_recovery",
-                                                                  "block_recovery"))
-    evs = union_all([rec, runs.of("nn.lease.reassign"), runs.of("nn.recovery.start"), closes])
+    evs = union_all([s.rows(runs) for s in L4_STARTS])
     return evs.select("run_id", "path", "ts", "eid", "event", "node").filter(
         F.col("path").isNotNull())
 
@@ -241,7 +253,8 @@ def check_l5(runs: RunSet) -> Outcome:
            .select("run_id", "path", F.col("holder").alias("shut"), "ts", "eid", "event"))
     shut = rea.unionByName(rec).filter(F.col("shut").isNotNull() & F.col("path").isNotNull())
     readd = runs.of("nn.lease.add").select("run_id", "path", F.col("holder").alias("shut"), "ts", "eid")
-    shut = first_after_simple(shut, readd, ["run_id", "path", "shut"], "until")
+    shut = (first_after(shut, readd, ["run_id", "path", "shut"], "re_")
+            .withColumnRenamed("re_ts", "until").drop("re_eid"))
     # NameNode side: operations accepted from the shut-out holder.
     # updatePipeline names the block, not always the path: the block's allocation does
     block_path = (runs.of("nn.block.allocate").filter(F.col("block").isNotNull())
@@ -287,14 +300,6 @@ def check_l5(runs: RunSet) -> Outcome:
     return Outcome(runs_of(shut), nn_v.unionByName(cl_v))
 
 
-def first_after_simple(left: DataFrame, right: DataFrame, on: list[str], out: str) -> DataFrame:
-    """Adds `out`: the ts of the first row of `right` after each row of `left`."""
-    r = right.select(*[F.col(c).alias("_" + c) for c in on], F.col("ts").alias("_t"))
-    j = left.join(r, [left[c] == r["_" + c] for c in on] + [r["_t"] > left["ts"]], "left")
-    agg = j.groupBy("eid").agg(F.min("_t").alias(out))
-    return left.join(agg, "eid", "left")
-
-
 def check_l6(runs: RunSet) -> Outcome:
     """Renewals: while a live client has files open it logs client.lease.renew at least
     every soft/2 + slack (slack: max(1s, soft/4)). Gaps that overlap a pause of the client
@@ -302,19 +307,46 @@ def check_l6(runs: RunSet) -> Outcome:
     time the NameNode cannot renew a lease (down, paused, or in startup safe mode, where
     FSNamesystem.renewLease refuses with SafeModeException): the clock starts again when
     it can."""
+    periods = _l6_periods(runs)
+    pts = _l6_marks(runs, periods)
+    # at one instant: the NameNode back, then off again (nn.start, then nn.safemode.enter
+    # in the same millisecond of a Hadoop log), then the client's pause, then its renewal
+    w2 = Window.partitionBy("run_id", "pkey").orderBy("m_ts", "m_ord")
+    pts = pts.withColumn("next_ts", F.coalesce(F.lead("m_ts").over(w2), F.col("p_end")))
+    # a renewal the client logs while the NameNode is off (its answer raced the kill or
+    # pause) starts no gap: the NameNode's return does
+    pts = pts.withColumn("in_off", F.coalesce(F.last("nn_off", ignorenulls=True).over(
+        w2.rowsBetween(Window.unboundedPreceding, Window.currentRow)), F.lit(False)))
+    late = pts.filter((F.col("m_kind") == "renew") & ~F.col("in_off")
+                      & (F.col("next_ts") - F.col("m_ts") > F.col("bound")))
+    # a client whose links or process are being faulted cannot be held to the period
+    fw = fault_windows(runs).select(F.col("run_id").alias("_r"), "f_start", "f_end", "f_text")
+    late = late.join(fw, (late["run_id"] == fw["_r"]) & touches("f_text", "node")
+                     & (fw["f_start"] < late["next_ts"]) & (fw["f_end"] > late["m_ts"]), "left_anti")
+    exercised = periods.filter(F.col("p_end") - F.col("p_start") > F.col("soft_limit") / 2)
+    return Outcome(runs_of(exercised), violation(
+        late, F.format_string("%s had files open but did not renew its lease for %.3fs "
+                              "(bound %.3fs = soft/2 + slack)", F.col("node"),
+                              F.col("next_ts") - F.col("m_ts"), F.col("bound")),
+        "holder", F.col("m_ts").alias("from_ts"), F.col("next_ts").alias("to_ts"), "bound",
+        "soft_limit", ts="m_ts", node="node", event="m_event"))
+
+
+def _l6_periods(runs: RunSet) -> DataFrame:
+    """run_id, node, period, pkey, p_start, p_end, holder, bound, soft_limit, ...: the
+    periods in which a client had files open (its overlapping streams merged, each from
+    its open to its close, failure, the client's death or the end of the run)."""
     st = client_streams(runs)
     ends = (assign_stream(base(runs.of("client.close", "client.stream.error"), "path"), st)
             .groupBy("run_id", "node", "path", "s_open").agg(F.min("ts").alias("s_close")))
-    deaths = node_deaths(runs).select(F.col("run_id").alias("_r"), F.col("target").alias("_n"),
-                                      F.col("ts").alias("_t"))
+    deaths = node_deaths(runs).select("run_id", F.col("target").alias("node"), "ts")
     s = st.join(ends, ["run_id", "node", "path", "s_open"], "left")
-    killed = (s.join(deaths, (s["run_id"] == deaths["_r"]) & (s["node"] == deaths["_n"])
-                     & (deaths["_t"] > s["s_open"]))
-              .groupBy("run_id", "node", "path", "s_open").agg(F.min("_t").alias("s_kill")))
     # a client that neither closed, failed, nor was killed or stopped is alive to the end
     # of the run: a renewer that went silent there is a gap, not the end of the period
     # (the harness stops every client still running, harness.node.stop, when it heals)
-    s = (s.join(killed, ["run_id", "node", "path", "s_open"], "left")
+    s = (first_after(s, deaths, ["run_id", "node"], "k_", at="s_open",
+                     key=["run_id", "node", "path", "s_open"])
+         .withColumnRenamed("k_ts", "s_kill")
          .join(runs.bounds.select("run_id", "end_ts"), "run_id", "left"))
     big = F.lit(float("inf"))
     s = s.withColumn("s_end", F.least(F.coalesce("s_close", big), F.coalesce("s_kill", big),
@@ -330,6 +362,14 @@ def check_l6(runs: RunSet) -> Outcome:
     periods = with_conf(runs, periods).withColumn(
         "bound", F.col("soft_limit") / 2 + F.greatest(F.lit(1.0), F.col("soft_limit") / 4))
     periods = periods.withColumn("pkey", F.concat_ws("/", "node", F.col("period").cast("string")))
+    return periods
+
+
+def _l6_marks(runs: RunSet, periods: DataFrame) -> DataFrame:
+    """The moments of each period of `periods` that bear on the renewal clock (m_ts,
+    m_event, m_kind renew / pause, nn_off, m_ord: the order at one instant): the
+    period's start, the client's renewals, pauses and resumes, and the NameNode going
+    off (kill, stop, pause, safe mode) and coming back."""
     marks = (runs.of("client.lease.renew").select("run_id", "node", "ts", "event",
                                                   F.lit("renew").alias("kind"))
              .unionByName(runs.of("harness.node.pause").select(
@@ -366,24 +406,4 @@ def check_l6(runs: RunSet) -> Outcome:
                             F.lit("renew").alias("m_kind"), F.lit(None).cast("boolean").alias("nn_off"),
                             F.lit(3).alias("m_ord"))
     pts = union_all([starts.select(*cols), pm.select(*cols), pn.select(*cols)])
-    # at one instant: the NameNode back, then off again (nn.start, then nn.safemode.enter
-    # in the same millisecond of a Hadoop log), then the client's pause, then its renewal
-    w2 = Window.partitionBy("run_id", "pkey").orderBy("m_ts", "m_ord")
-    pts = pts.withColumn("next_ts", F.coalesce(F.lead("m_ts").over(w2), F.col("p_end")))
-    # a renewal the client logs while the NameNode is off (its answer raced the kill or
-    # pause) starts no gap: the NameNode's return does
-    pts = pts.withColumn("in_off", F.coalesce(F.last("nn_off", ignorenulls=True).over(
-        w2.rowsBetween(Window.unboundedPreceding, Window.currentRow)), F.lit(False)))
-    late = pts.filter((F.col("m_kind") == "renew") & ~F.col("in_off")
-                      & (F.col("next_ts") - F.col("m_ts") > F.col("bound")))
-    # a client whose links or process are being faulted cannot be held to the period
-    fw = fault_windows(runs).select(F.col("run_id").alias("_r"), "f_start", "f_end", "f_text")
-    late = late.join(fw, (late["run_id"] == fw["_r"]) & touches("f_text", "node")
-                     & (fw["f_start"] < late["next_ts"]) & (fw["f_end"] > late["m_ts"]), "left_anti")
-    exercised = periods.filter(F.col("p_end") - F.col("p_start") > F.col("soft_limit") / 2)
-    return Outcome(runs_of(exercised), violation(
-        late, F.format_string("%s had files open but did not renew its lease for %.3fs "
-                              "(bound %.3fs = soft/2 + slack)", F.col("node"),
-                              F.col("next_ts") - F.col("m_ts"), F.col("bound")),
-        "holder", F.col("m_ts").alias("from_ts"), F.col("next_ts").alias("to_ts"), "bound",
-        "soft_limit", ts="m_ts", node="node", event="m_event"))
+    return pts

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window, functions as F
 
 from ..load import RunSet
-from .common import (LOG_SLACK_S, Outcome, assign_stream, base, client_streams, first_after,
-                     last_before, node_deaths, runs_of, union_all, violation, with_conf)
+from .common import (LOG_SLACK_S, Outcome, Starts, assign_stream, base, client_streams,
+                     first_after, first_of, last_before, node_deaths, runs_of, sql_string,
+                     union_all, violation, with_conf)
 
 _NEW_BLOCK_SETUP = "PIPELINE_SETUP_CREATE"
 
@@ -118,32 +119,7 @@ def check_p1(runs: RunSet) -> Outcome:
     st = client_streams(runs)
     errs = _pipeline_errors(runs)
     keys = ["run_id", "node", "path", "s_open"]
-    ctl = assign_stream(
-        runs.of("client.close").unionByName(runs.of("client.hflush"))
-        .unionByName(runs.of("client.pipeline.recovered"))
-        # an hflush counts only beyond the file offset acked at the error: one returning
-        # on acks that came before the error has not gone on
-        .select("run_id", "node", "path", "ts",
-                F.when(F.col("event") == "client.hflush", F.col("offset")).alias("h_off")), st)
-    # a later write: each stream's last write to each block, from the folded writes
-    # (the writes are the bulk of the events: not read again line by line)
-    wrote = write_progress(runs).select(*keys, F.col("last_ts").alias("ts"),
-                                        F.lit(None).cast("long").alias("h_off"))
-    went_on_ctl = ctl.select(*keys, "ts", "h_off").unionByName(wrote)
-    acks = ack_progress(runs)
-    e = errs.select("eid", *keys, "ts", "block", "acked", "offset")
-    l1 = went_on_ctl.select(*[F.col(k).alias("_" + k) for k in keys], F.col("ts").alias("_t"),
-                            F.col("h_off").alias("_off"))
-    c1 = e.join(l1, [e[k] == l1["_" + k] for k in keys] + [
-        (l1["_t"] > e["ts"]) & (l1["_off"].isNull() | e["offset"].isNull()
-                                | (l1["_off"] > e["offset"]))]).select("eid")
-    a = acks.select(*[F.col(k).alias("_" + k) for k in keys], F.col("block").alias("_b"),
-                    "last_ts", "max_acked")
-    c2 = e.join(a, [e[k] == a["_" + k] for k in keys]
-                + [(a["last_ts"] > e["ts"])
-                   & ((a["_b"] != e["block"])
-                      | (a["max_acked"] > F.coalesce(e["acked"], F.lit(-1))))]).select("eid")
-    went_on = c1.unionByName(c2).distinct()
+    went_on = _went_on(runs, errs, keys)
     rec = base(runs.of("client.pipeline.recovered"), "block", "gs", "pipeline")
     # the stream's first failure for good after the error, and the block's first
     # recovery: a failure before any recovery hands the stream to P6
@@ -175,6 +151,38 @@ def check_p1(runs: RunSet) -> Outcome:
         F.col("r_pipeline").alias("recovered_pipeline")))
 
 
+def _went_on(runs: RunSet, errs: DataFrame, keys: list[str]) -> DataFrame:
+    """eid of the pipeline errors `errs` whose stream (`keys`) went on afterwards: a later
+    write, close or recovery, an hflush beyond the offset at the error, acks that moved
+    on (P1)."""
+    st = client_streams(runs)
+    ctl = assign_stream(
+        runs.of("client.close").unionByName(runs.of("client.hflush"))
+        .unionByName(runs.of("client.pipeline.recovered"))
+        # an hflush counts only beyond the file offset acked at the error: one returning
+        # on acks that came before the error has not gone on
+        .select("run_id", "node", "path", "ts",
+                F.when(F.col("event") == "client.hflush", F.col("offset")).alias("h_off")), st)
+    # a later write: each stream's last write to each block, from the folded writes
+    # (the writes are the bulk of the events: not read again line by line)
+    wrote = write_progress(runs).select(*keys, F.col("last_ts").alias("ts"),
+                                        F.lit(None).cast("long").alias("h_off"))
+    went_on_ctl = ctl.select(*keys, "ts", "h_off").unionByName(wrote)
+    acks = ack_progress(runs)
+    e = errs.select("eid", *keys, "ts", "block", "acked", "offset")
+    l1 = went_on_ctl.select(*[F.col(k).alias("_" + k) for k in keys], F.col("ts").alias("_t"),
+                            F.col("h_off").alias("_off"))
+    c1 = e.join(l1, [e[k] == l1["_" + k] for k in keys] + [
+        (l1["_t"] > e["ts"]) & (l1["_off"].isNull() | e["offset"].isNull()
+                                | (l1["_off"] > e["offset"]))]).select("eid")
+    a = acks.select(*[F.col(k).alias("_" + k) for k in keys], F.col("block").alias("_b"),
+                    "last_ts", "max_acked")
+    c2 = e.join(a, [e[k] == a["_" + k] for k in keys]
+                + [(a["last_ts"] > e["ts"])
+                   & ((a["_b"] != e["block"])
+                      | (a["max_acked"] > F.coalesce(e["acked"], F.lit(-1))))]).select("eid")
+    went_on = c1.unionByName(c2).distinct()
+    return went_on
 
 
 def replace_needed(policy, replication, remaining, hflushed, enable):
@@ -250,14 +258,9 @@ def check_p3(runs: RunSet) -> Outcome:
     states = (runs.of("dn.replica.state").filter(F.col("state").isin("RBW", "FINALIZED"))
               .select("run_id", F.col("node").alias("dn"), "block", "gs", "ts", "eid", "len",
                       "state"))
-    s = states.select(F.col("run_id").alias("_r"), F.col("dn").alias("_d"),
-                      F.col("block").alias("_b"), F.col("gs").alias("_g"),
-                      F.col("ts").alias("s_ts"), F.col("eid").alias("s_eid"),
-                      F.col("len").alias("s_len"), F.col("state").alias("s_state"))
-    jm = members.join(s, (members["run_id"] == s["_r"]) & (members["dn"] == s["_d"])
-                      & (members["block"] == s["_b"]) & (members["gs"] == s["_g"]), "left")
-    w = Window.partitionBy("mkey").orderBy(F.col("s_ts").asc_nulls_last(), F.col("s_eid").asc_nulls_last())
-    first_state = jm.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1")
+    # each member's first replica state at the new GS
+    first_state = first_of(members, states, ["run_id", "dn", "block", "gs"], "s_",
+                           key="mkey")
     short = first_state.filter(F.col("s_len") < F.col("e_acked"))
     bad_rep = violation(
         short, F.format_string("replica on %s holds %d bytes at the new GS %d, fewer than the "
@@ -349,19 +352,23 @@ def _stale_evidence(bad: DataFrame) -> DataFrame:
                      ts=F.lit(None), node="dn", event=F.lit("final_state"))
 
 
+# a failure of every node: an error in a one-node pipeline that names its bad node, or a
+# stream failed for good (an error naming no bad node, error_index -1, waits for a
+# restarting DataNode, MINIHDFS.md 5: it leaves the pipeline whole)
+P6_STARTS = (Starts("client.pipeline.error", "bad_node IS NOT NULL AND size(pipeline) <= 1"),
+             Starts("client.stream.error"))
+
+
 def check_p6(runs: RunSet) -> Outcome:
     """Honest failure: once every node of a pipeline failed (an error in a one-node
     pipeline, or client.stream.error) the stream never reports success, and it does
     report an error (client.close ok=false, client.stream.error or client.op.end
     ok=false) unless the client itself was killed."""
     st = client_streams(runs)
-    # an error that names no bad node (error_index -1: the client waits for a
-    # restarting DataNode, MINIHDFS.md 5) leaves the pipeline whole: not a failure
-    last = (_pipeline_errors(runs).filter((F.size("pipeline") <= 1)
-                                          & F.col("bad_node").isNotNull())
+    last = (_pipeline_errors(runs).filter(P6_STARTS[0].where)
             .select("run_id", "eid", "ts", "node", "event", "path", "block", "pipeline",
                     "bad_node", "s_open"))
-    serr = assign_stream(base(runs.of("client.stream.error"), "path", "error"), st) \
+    serr = assign_stream(base(P6_STARTS[1].rows(runs), "path", "error"), st) \
         .select("run_id", "eid", "ts", "node", "event", "path", F.lit(None).cast("long").alias("block"),
                 F.lit(None).cast("array<string>").alias("pipeline"),
                 F.lit(None).cast("string").alias("bad_node"), "s_open")
@@ -402,6 +409,11 @@ def check_p6(runs: RunSet) -> Outcome:
         F.col("success_ts").alias("success_ts")))
 
 
+# a failed setup of a new block's pipeline that names the block and its nodes
+P7_STARTS = (Starts("client.pipeline.error", f"stage = {sql_string(_NEW_BLOCK_SETUP)} AND "
+                    "block IS NOT NULL AND size(pipeline) > 0"),)
+
+
 def check_p7(runs: RunSet) -> Outcome:
     """Setup errors blame the right node: after a failed setup of a new block's pipeline
     (client.pipeline.error at PIPELINE_SETUP_CREATE), the node the client blames is the
@@ -411,25 +423,18 @@ def check_p7(runs: RunSet) -> Outcome:
     allocation for the file excludes that node (`excluded`, when logged) and does not
     place it. A setup the first node reports as SUCCESS failed elsewhere, and one of a
     block whose recovery had started may have been cut by it: not judged."""
-    errs = base(runs.of("client.pipeline.error"), "path", "block", "gs", "stage", "pipeline",
-                "bad_node").filter((F.col("stage") == _NEW_BLOCK_SETUP)
-                                   & F.col("block").isNotNull() & (F.size("pipeline") > 0))
+    errs = base(P7_STARTS[0].rows(runs), "path", "block", "gs", "stage", "pipeline",
+                "bad_node")
     errs = errs.withColumn("first", F.col("pipeline")[0])
-    setup = (runs.of("dn.pipeline.setup")
-             .select(F.col("run_id").alias("_r"), F.col("node").alias("_n"),
-                     F.col("block").alias("_b"), F.col("gs").alias("_g"),
-                     F.col("ts").alias("_t"), F.col("eid").alias("_e"),
-                     F.col("status").alias("d_status"),
-                     F.col("first_bad_link").alias("d_fbl")))
-    j = errs.join(setup, (errs["run_id"] == setup["_r"]) & (errs["first"] == setup["_n"])
-                  & (errs["block"] == setup["_b"]) & (errs["gs"] == setup["_g"])
-                  & (setup["_t"] <= errs["ts"] + LOG_SLACK_S), "left")
-    w = Window.partitionBy("eid").orderBy(F.col("_t").desc_nulls_last(),
-                                          F.col("_e").desc_nulls_last())
-    j = j.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1").drop("_rn")
+    # the first node's own account of the setup: its last dn.pipeline.setup of the block
+    setup = runs.of("dn.pipeline.setup").select(
+        "run_id", F.col("node").alias("first"), "block", "gs", "ts", "eid", "status",
+        F.col("first_bad_link").alias("fbl"))
+    j = last_before(errs, setup, ["run_id", "first", "block", "gs"], "d_", strict=False,
+                    slack=LOG_SLACK_S)
     ok = F.upper(F.coalesce(F.col("d_status"), F.lit(""))) == "SUCCESS"
     fbl = F.when(F.col("d_fbl") != "", F.col("d_fbl"))
-    j = j.withColumn("named", F.when(F.col("_t").isNull(), F.col("first"))
+    j = j.withColumn("named", F.when(F.col("d_ts").isNull(), F.col("first"))
                      .when(~ok, F.coalesce(fbl, F.col("first"))))
     # a setup of a block whose recovery had started (a lease recovery of the block just
     # allocated) may be cut by it: the recovery's initReplicaRecovery stops the writers
@@ -445,7 +450,7 @@ def check_p7(runs: RunSet) -> Outcome:
     nxt = first_after(judged, alloc.select("run_id", "path", "ts", "eid", "block",
                                            "a_pipeline", "excluded"),
                       ["run_id", "path"], "n_")
-    setup_said = (F.when(F.col("_t").isNull(),
+    setup_said = (F.when(F.col("d_ts").isNull(),
                          F.format_string("%s never logged the setup: the client could not "
                                          "connect", F.col("first")))
                   .otherwise(F.format_string("%s answered %s, firstBadLink %s", F.col("first"),
