@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness.runner import run_scenario, verify_outcomes  # noqa: E402
+from harness.runner import run_unverified, verify_outcomes  # noqa: E402
 from harness.scenario import validate_files  # noqa: E402
 
 
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in files:
         for i in range(args.times):
             t0 = time.monotonic()
-            o = run_scenario(scenarios[path], args.backend, args.out, verify=False)
+            o = run_unverified(scenarios[path], args.backend, args.out)
             outcomes.setdefault(scenarios[path].name, []).append(o)
             print(f"{scenarios[path].name} run {i + 1}/{args.times}: {o.status} "
                   f"({time.monotonic() - t0:.1f}s)", flush=True)

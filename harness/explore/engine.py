@@ -77,11 +77,11 @@ def _init_worker(counter, workers: int, package_root: str | None = None) -> None
 
 def run_schedule(yaml_path: str, results_dir: str) -> dict:
     """Run one schedule file (no verification); what the explorer needs of the run."""
-    from harness.runner import run_scenario
+    from harness.runner import run_unverified
     from harness.scenario import load_scenario
     t0 = time.time()
     scenario = load_scenario(yaml_path)
-    outcome = run_scenario(scenario, results_dir=results_dir, verify=False)
+    outcome = run_unverified(scenario, results_dir=results_dir)
     return {"run_dir": outcome.run_dir, "status": outcome.status, "errors": outcome.errors,
             "wall": round(time.time() - t0, 3), "timings": time_split(outcome.run_dir)}
 

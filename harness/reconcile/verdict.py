@@ -152,7 +152,9 @@ class Verdict:
         data = dict(_need(data, "a verdict"))
         if "passed" not in data:
             raise VerdictError(f"a verdict without 'passed': {sorted(data)}")
-        data.pop("run_dir", None)   # never in verdict.json; tolerated in a dict given here
+        # never in verdict.json; a dict given here may name it
+        run_dir = run_dir if run_dir is not None else data.pop("run_dir", None)
+        data.pop("run_dir", None)
         checks, expect = data.pop("checks", []), data.pop("expect", [])
         if not isinstance(checks, list) or not isinstance(expect, list):
             raise VerdictError("a verdict's checks and expect must be lists")

@@ -190,7 +190,7 @@ def run_job(job: Job, out: str, tag: str = "", first_kill: bool = False,
     in one batch at the end (for its checks). The record is rewritten after every batch,
     so a report rebuilt meanwhile shows the job so far. Otherwise every scenario runs,
     and the runs are verified in one batch."""
-    from harness.runner import run_scenario
+    from harness.runner import run_unverified
     from harness.scenario import load_scenario
 
     results_dir = os.path.join(out, "runs", job.name)
@@ -241,7 +241,7 @@ def run_job(job: Job, out: str, tag: str = "", first_kill: bool = False,
         for i, path in enumerate(job.scenarios, 1):
             scenario = load_scenario(path)
             t = time.monotonic()
-            outcome = run_scenario(scenario, "local", results_dir=results_dir, verify=False)
+            outcome = run_unverified(scenario, "local", results_dir=results_dir)
             seconds[outcome.run_id] = round(time.monotonic() - t, 1)
             line = (f"{tag}{job.name}: {i}/{len(job.scenarios)} {scenario.name}: run "
                     f"{outcome.status} ({seconds[outcome.run_id]:.0f}s)")
