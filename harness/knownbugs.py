@@ -188,7 +188,7 @@ def run_known_bugs(folder: str, out: str = "results", versions: Sequence[str] | 
     verdicts = verify_outcomes([o for _, o in outcomes], progress)
     for v in verdicts:
         print(result_line(v), flush=True)
-    by_cell: dict[tuple[str, str], list[dict]] = {}
+    by_cell: dict[tuple[str, str], list] = {}
     for (task, _), verdict in zip(outcomes, verdicts):
         by_cell.setdefault((task.path, task.release), []).append(verdict)
     entries = []
