@@ -30,6 +30,7 @@ import yaml
 from .points import FailurePoint, extract_points, read_run_events, run_start_ts
 from .schedules import Schedule, ScheduleQueue, Step, faults_at, scenario_doc, to_yaml
 from . import shrink as shrinking
+from ..reconcile.verdict import Verdict
 
 DEPTH2_PER_PARENT = 8
 SHRINK_SHARE = 0.25          # of the budget kept for shrinking findings
@@ -116,11 +117,11 @@ def time_split(run_dir: str) -> dict:
 
 # -- judging a run ----------------------------------------------------------------------------
 
-def classify(result: dict, verdict: dict | None) -> tuple[str, list[str]]:
+def classify(result: dict, verdict: "Verdict | None") -> tuple[str, list[str]]:
     """(outcome, failed checks): pass, fail, hung (workload stuck or never quiescent),
     unreached (a fault's point never came: not a finding), error (the harness broke)."""
     errors = result.get("errors") or []
-    failed = sorted(c["id"] for c in (verdict or {}).get("checks", []) if c.get("status") == "fail")
+    failed = sorted(verdict.failed_checks) if verdict is not None else []
     text = " ".join(errors)
     if result.get("status") == "unreached":     # the runner saw the point could not come
         return "unreached", failed
@@ -131,7 +132,7 @@ def classify(result: dict, verdict: dict | None) -> tuple[str, list[str]]:
         return ("hung" if stuck else "unreached"), failed
     if any(e.startswith("no quiescence") for e in errors):
         return "hung", failed
-    if result.get("status") == "error" or verdict is None or verdict.get("error"):
+    if result.get("status") == "error" or verdict is None or verdict.error:
         return "error", failed
     if any(e.startswith("fault ") for e in errors):
         return "error", failed
@@ -408,7 +409,7 @@ class Explorer:
                  f"schedules (points x faults)")
         self.save()
 
-    def _run_and_verify(self, schedules: list[Schedule]) -> list[tuple[dict, dict | None]]:
+    def _run_and_verify(self, schedules: list[Schedule]) -> list[tuple[dict, Verdict | None]]:
         """Run schedules on the pool and verify them as one batch (used for the base run
         and for shrinking; exploration overlaps the two)."""
         futures = [self.pool.submit(run_schedule, self.schedule_file(s),
@@ -422,9 +423,9 @@ class Explorer:
         verdicts = self._verify([r for r in results])
         return list(zip(results, verdicts))
 
-    def _verify(self, results: list[dict]) -> list[dict | None]:
+    def _verify(self, results: list[dict]) -> list[Verdict | None]:
         dirs = [r["run_dir"] for r in results if r.get("run_dir") and r["status"] != "interrupted"]
-        by_dir: dict[str, dict] = {}
+        by_dir: dict[str, Verdict] = {}
         if dirs:
             t = time.time()
             try:
@@ -433,8 +434,8 @@ class Explorer:
                     by_dir[d] = v
             except Exception as e:   # the verifier broke: every run of the batch says so
                 for d in dirs:
-                    by_dir[d] = {"error": f"the verifier failed: {type(e).__name__}: {e}",
-                                 "checks": []}
+                    by_dir[d] = Verdict(scenario=None, passed=False, run_dir=d,
+                                        error=f"the verifier failed: {type(e).__name__}: {e}")
             with self._lock:
                 self.state["verify_s"] += time.time() - t
                 self.state["verified"] += len(dirs)
@@ -444,7 +445,7 @@ class Explorer:
         running: dict[cf.Future, Schedule] = {}
         to_verify: list[tuple[Schedule, dict]] = []
         verifying: list[threading.Thread] = []
-        verified: list[tuple[Schedule, dict, dict | None]] = []
+        verified: list[tuple[Schedule, dict, Verdict | None]] = []
         last_save = time.time()
 
         def verify_batch(batch):
@@ -572,8 +573,8 @@ class Explorer:
         fid = smallest.id
         result = self.state["results"].get(fid) or self.state["results"][original.id]
         verdict = _read_verdict(result.get("run_dir"))
-        evidence = [{"check": c["id"], "evidence": c.get("evidence", [])[:3]}
-                    for c in (verdict or {}).get("checks", []) if c.get("status") == "fail"]
+        evidence = [{"check": c.id, "evidence": (c.evidence or [])[:3]}
+                    for c in (verdict.checks if verdict else []) if c.status == "fail"]
         doc = self.schedule_doc(smallest, name=f"finding-{fid}")
         doc["description"] = (
             f"Found by hdfs-chaos explore from {os.path.basename(self.base_path)}: "
@@ -609,13 +610,12 @@ def _status_line() -> Callable[[str], None]:
     return line
 
 
-def _read_verdict(run_dir: str | None) -> dict | None:
+def _read_verdict(run_dir: str | None) -> Verdict | None:
     if not run_dir:
         return None
     try:
-        with open(os.path.join(run_dir, "verdict.json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        return Verdict.read(run_dir)
+    except (OSError, ValueError):   # VerdictError too: a finding does without its evidence
         return None
 
 
