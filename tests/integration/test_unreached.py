@@ -44,5 +44,5 @@ def test_a_point_that_cannot_come_ends_the_run_as_unreached(tmp_path):
     # the verdict of such a run fails (I1: the run did not go through)
     from harness.runner import verify_outcomes
     (verdict,) = verify_outcomes([outcome])
-    assert not verdict["passed"]
-    assert verdict["run_status"] == "unreached"
+    assert not verdict.passed
+    assert verdict.run_status == "unreached"

@@ -80,7 +80,7 @@ def _run(text, tmp_path, mutant):
 
 
 def _check(verdict, check_id):
-    return next(c for c in verdict["checks"] if c["id"] == check_id)
+    return next(c.to_json() for c in verdict.checks if c.id == check_id)
 
 
 @pytest.mark.parametrize("mutant,expected", [(None, "pass"), ("sync-length-max", "fail")])

@@ -55,7 +55,7 @@ def verdicts(spark, tmp_path_factory):
     }
     runs = load_runs(list(dirs.values()), spark)
     try:
-        out = {v["run_id"]: v for v in verify_loaded(runs)}
+        out = {v.run_id: v.to_json() for v in verify_loaded(runs)}
     finally:
         runs.close()
     return out, dirs
