@@ -402,7 +402,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
                         hadoop_version=args.hadoop_version)
     except ExploreError as e:
         raise UserError(str(e)) from None
-    return 1 if state.get("findings") else 0
+    return 1 if state.findings else 0
 
 
 # -- known-bugs (issue 30; harness/knownbugs.py) ------------------------------------------------

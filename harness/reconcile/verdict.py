@@ -16,9 +16,18 @@ import os
 from typing import Any
 
 VERDICT_FILE = "verdict.json"
+# shipped with the package (pyproject: harness/schema/*.json)
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "schema", "verdict.schema.json")
 
 CHECK_STATUSES = ("pass", "fail", "skip", "error")
 EXPECT_STATUSES = ("pass", "fail", "not_observable")
+
+
+def schema() -> dict:
+    """verdict.json's JSON Schema (draft 2020-12)."""
+    with open(SCHEMA_PATH, encoding="utf-8") as f:
+        return json.load(f)
 
 
 class VerdictError(ValueError):

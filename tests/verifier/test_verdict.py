@@ -187,6 +187,24 @@ def test_a_recovering_client_that_appends_later_is_one_lease_recovery(spark, tmp
     assert verdict["metrics"]["lease_recoveries"] == 1
 
 
+def _schema():
+    import jsonschema
+
+    from harness.reconcile.verdict import schema
+    return jsonschema.Draft202012Validator(schema())
+
+
+def test_every_case_verdict_validates_against_the_schema(case_verdicts):
+    """Every verdict of the verifier's cases (each check passing, failing, skipping and
+    breaking, each kind of expect item) is what verdict.schema.json describes, and reads
+    back as itself."""
+    validator = _schema()
+    for rid, v in case_verdicts.items():
+        errors = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(v)]
+        assert not errors, (rid, errors[:5])
+        assert json.dumps(Verdict.from_json(v).to_json()) == json.dumps(v), rid
+
+
 def test_verdict_json_shape(spark, case_dirs, tmp_path):
     from harness.reconcile.api import verify_runs
     dirs = []
@@ -199,6 +217,7 @@ def test_verdict_json_shape(spark, case_dirs, tmp_path):
     for d, v in zip(dirs, verdicts):
         on_disk = json.load(open(os.path.join(d, "verdict.json")))
         assert on_disk == json.loads(json.dumps(v))
+        _schema().validate(on_disk)
         assert list(on_disk) == ["scenario", "run_id", "system", "system_version", "passed",
                                  "checks", "exercised", "expect", "metrics"]
         assert (on_disk["system"], on_disk["system_version"]) == ("minihdfs", None)
