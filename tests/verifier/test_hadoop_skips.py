@@ -134,13 +134,14 @@ def test_reason_shown_in_run_report_and_suite_index(verdicts, tmp_path):
     import pandas as pd
     from harness.reconcile.report import render_run_html
     from harness.reconcile.suite import write_suite_report
+    from harness.reconcile.verdict import Verdict
     out, dirs = verdicts
-    v = out["yaml"]
+    v = Verdict.from_json(out["yaml"])
     html = render_run_html(v, dirs["yaml"])
     reason = logmap.skip_reason("P3", "3.4.2")
     assert reason in html
     assert "system under test: hadoop 3.4.2" in html
-    index = write_suite_report([v, out["mini"]], str(tmp_path), {})
+    index = write_suite_report([v, Verdict.from_json(out["mini"])], str(tmp_path), {})
     text = open(index).read()
     assert "not observable" in text and reason in text
     table = pd.read_parquet(os.path.join(str(tmp_path), "checks.parquet"))
