@@ -20,7 +20,7 @@ from .metrics import compute_metrics
 from .observable import apply_skips, run_info
 from .session import (SMALL_INPUT_BYTES, get_spark, is_local, session_conf, small_queries,
                       spark_log_path)
-from .verdict import VERDICT_FILE, CheckResult, ExpectItem, Verdict
+from .verdict import VERDICT_FILE, CheckResult, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[Verdict]:
             checks=[CheckResult(c.id, c.status, c.evidence, c.reason, c.unobserved_status)
                     for c in checks],
             exercised=exercised(checks),
-            expect=[ExpectItem.from_json(i) for i in items],
+            expect=items,
             metrics=m, run_dir=info.run_dir))
     return verdicts
 

@@ -109,7 +109,7 @@ def test_not_observable_item_does_not_fail_the_verdict():
     passed, items = evaluate_expect({"checks": ["B1", "P3"], "must_fail": ["B6"]}, checks,
                                     {}, facts)
     assert passed, items
-    assert [i["status"] for i in items] == ["not_observable", "not_observable"]
+    assert [i.status for i in items] == ["not_observable", "not_observable"]
     # the same on the mini-HDFS: P3 fails, B6 was not exercised
     passed, items = evaluate_expect({"checks": ["B1", "B6"]},
                                     apply_skips(judged, "minihdfs", None), {}, facts)
