@@ -33,6 +33,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from harness.backends import BackendError, get_backend  # noqa: E402
+from harness.reconcile.verdict import Verdict  # noqa: E402
 from harness.runner import run_scenario  # noqa: E402
 from harness.scenario import load_scenario  # noqa: E402
 from harness.systems import get_system  # noqa: E402
@@ -87,7 +88,7 @@ def time_ready(backend: str, scenario, work: str, repeat: int,
 
 
 def time_scenario(backend: str, path: str, work: str, verify: bool,
-                  version: str = "3.4.2") -> tuple[float, dict]:
+                  version: str = "3.4.2") -> tuple[float, Verdict]:
     if not verify:
         sys.modules["harness.reconcile.api"] = None   # the runner's "no verifier" path
     try:
@@ -196,8 +197,8 @@ def main() -> int:
                 elapsed, verdict = time_scenario(backend, args.scenario, work, args.verify,
                                                  args.hadoop_version)
                 row["e2e"] = f"{elapsed:.2f} s"
-                status = verdict.get("run_status", "completed")
-                errors = verdict.get("run_errors") or []
+                status = verdict.run_status or "completed"
+                errors = verdict.run_errors or []
                 row["status"] = status + (" (with errors)" if errors else "")
                 if errors:
                     notes.append(f"{backend}: " + "; ".join(errors))

@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from harness.explore.engine import classify, explore, run_schedule, worker_pool  # noqa: E402
 from harness.explore.report import summary_numbers  # noqa: E402
+from harness.explore.state import ExploreState  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -70,13 +71,13 @@ def _landing(run_dir: str) -> list[tuple]:
             for e in h if e.get("event") == "harness.hold.release"]
 
 
-def pick(state: dict, n: int, spread: bool = False) -> list[str]:
+def pick(state: ExploreState, n: int, spread: bool = False) -> list[str]:
     """The schedules to repeat: failing ones first (they are what a reproducer must
     repeat), then the rest in the order they ran; with `spread`, round-robin over the
     kinds of the first fault's point (an exploration runs the first points' schedules
     first, so without it 20 schedules may all sit at the file's creation) and the
     depth-2 ones among them."""
-    results = [r for r in state["results"].values()
+    results = [r for r in state.results.values()
                if r["outcome"] != "unreached" and not r.get("shrink")]
     results.sort(key=lambda r: (r["outcome"] == "pass", r["at"]))
     if not spread:
@@ -91,8 +92,7 @@ def pick(state: dict, n: int, spread: bool = False) -> list[str]:
 
 
 def cmd_repeat(args) -> int:
-    with open(os.path.join(args.out, "state.json")) as f:
-        state = json.load(f)
+    state = ExploreState.read(os.path.join(args.out, "state.json"))
     chosen = pick(state, args.schedules, args.spread)
     runs_dir = tempfile.mkdtemp(prefix="bench-repeat-")
     jobs = [(sid, i) for i in range(args.times) for sid in chosen]
@@ -113,7 +113,7 @@ def cmd_repeat(args) -> int:
         landings = Counter(land for _, _, land in per[sid])
         stable = len(outcomes) == 1
         same += stable
-        print(f"{sid} [{state['results'][sid]['signature']}]: outcomes {dict(outcomes)}; "
+        print(f"{sid} [{state.results[sid]['signature']}]: outcomes {dict(outcomes)}; "
               f"fault landed at {len(landings)} distinct place(s)"
               f"{'' if stable else '  <- NOT the same verdict every time'}")
     print(f"\n{same} of {len(chosen)} schedules gave the same verdict in all {args.times} runs "
@@ -145,9 +145,9 @@ def cmd_mutants(args) -> int:
                 state = explore(args.base, os.path.join(out, name), 24 * 3600, args.depth,
                                 args.workers,
                                 max_schedules=args.schedules, package_root=root, shrink=False)
-                found = sorted(state.get("findings", {}))
-                ran = len(state["results"])
-                outcomes = dict(Counter(r["outcome"] for r in state["results"].values()))
+                found = sorted(state.findings)
+                ran = len(state.results)
+                outcomes = dict(Counter(r["outcome"] for r in state.results.values()))
                 verdict = "killed" if found else "survived"
             except ExploreError as e:
                 found, ran, outcomes = [f"clean run: {e}"], 0, {}

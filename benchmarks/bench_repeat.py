@@ -24,29 +24,30 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness.runner import run_scenario, verify_outcomes  # noqa: E402
+from harness.reconcile.verdict import Verdict  # noqa: E402
+from harness.runner import run_unverified, verify_outcomes  # noqa: E402
 from harness.scenario import validate_files  # noqa: E402
 
 
-def agreement(verdicts: list[dict]) -> dict:
+def agreement(verdicts: list[Verdict]) -> dict:
     """{passed, runs, checks: {id: Counter of statuses}, expect: {what: Counter},
     disagree: [ids]} of one scenario's verdicts."""
     checks: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     expect: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for v in verdicts:
-        for c in v.get("checks", []):
-            checks[c["id"]][c.get("status")] += 1
-        for e in v.get("expect", []):
+        for c in v.checks:
+            checks[c.id][c.status] += 1
+        for e in v.expect:
             # "every recovery within 15s (worst 0.066s)": the measurement is no part of
             # which expectation it is
-            expect[re.sub(r"\s*\([^)]*\)", "", e.get("what", "?"))][e.get("status")] += 1
-        if not v.get("checks"):
-            checks["(no checks: " + str(v.get("error") or v.get("run_status")) + ")"]["none"] += 1
+            expect[re.sub(r"\s*\([^)]*\)", "", e.what)][e.status] += 1
+        if not v.checks:
+            checks["(no checks: " + str(v.error or v.run_status) + ")"]["none"] += 1
     runs = len(verdicts)
     disagree = [k for k, c in checks.items() if len(c) > 1 or sum(c.values()) != runs]
     disagree += [f"expect {k}" for k, c in expect.items()
                  if len(c) > 1 or sum(c.values()) != runs]
-    return {"runs": runs, "passed": sum(1 for v in verdicts if v.get("passed")),
+    return {"runs": runs, "passed": sum(1 for v in verdicts if v.passed),
             "checks": {k: dict(c) for k, c in sorted(checks.items())},
             "expect": {k: dict(c) for k, c in sorted(expect.items())},
             "disagree": disagree}
@@ -62,11 +63,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="run nothing: report on the verdict.json files already in --out")
     args = p.parse_args(argv)
     if args.report_only:
-        by_name: dict[str, list[dict]] = collections.defaultdict(list)
+        by_name: dict[str, list[Verdict]] = collections.defaultdict(list)
         for path in sorted(glob.glob(os.path.join(args.out, "*", "verdict.json"))):
-            with open(path) as f:
-                v = json.load(f)
-            by_name[v.get("scenario", "?")].append(v)
+            v = Verdict.read(os.path.dirname(path))
+            by_name[v.scenario or "?"].append(v)
         return write_report(by_name, args, 0.0, 0.0)
     if not args.scenarios:
         p.error("name the scenarios to repeat (files or globs), or give --report-only")
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in files:
         for i in range(args.times):
             t0 = time.monotonic()
-            o = run_scenario(scenarios[path], args.backend, args.out, verify=False)
+            o = run_unverified(scenarios[path], args.backend, args.out)
             outcomes.setdefault(scenarios[path].name, []).append(o)
             print(f"{scenarios[path].name} run {i + 1}/{args.times}: {o.status} "
                   f"({time.monotonic() - t0:.1f}s)", flush=True)
@@ -94,13 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     verdicts = verify_outcomes(flat)
     verify_time = time.monotonic() - t0
-    by_name: dict[str, list[dict]] = collections.defaultdict(list)
+    by_name: dict[str, list[Verdict]] = collections.defaultdict(list)
     for o, v in zip(flat, verdicts):
         by_name[o.scenario].append(v)
     return write_report(by_name, args, run_time, verify_time)
 
 
-def write_report(by_name: dict[str, list[dict]], args, run_time: float,
+def write_report(by_name: dict[str, list[Verdict]], args, run_time: float,
                  verify_time: float) -> int:
     report = {name: agreement(vs) for name, vs in by_name.items()}
     total = sum(len(r["checks"]) + len(r["expect"]) for r in report.values())

@@ -126,7 +126,7 @@ def bench_runs(run_dirs: list[str]) -> int:
     t_verify = time.perf_counter() - t1
     cpu_all = _cpu_seconds(spark)
     cpu = cpu_all - cpu0
-    passed = sum(1 for v in verdicts if v["passed"])
+    passed = sum(1 for v in verdicts if v.passed)
     print(f"verify of {len(run_dirs)} runs: {t_start + t_verify:.1f}s wall in all = Spark "
           f"start-up {t_start:.1f}s + load and checks {t_verify:.1f}s ({cpu:.0f} CPU-s; "
           f"{cpu_all:.0f} CPU-s with start-up); {passed}/{len(verdicts)} runs passed")
@@ -292,9 +292,9 @@ def main(argv=None) -> int:
               f"{timings['bulk']:.1f}s")
         print(f"checks {timings['checks_wall']:.1f}s wall; metrics + expect "
               f"{timings['metrics_expect']:.1f}s (alongside); verify {t_verify:.1f}s")
-        passed = sum(1 for v in verdicts if v["passed"])
-        failing = sorted({c["id"] for v in verdicts for c in v["checks"]
-                          if c["status"] in ("fail", "error")})
+        passed = sum(1 for v in verdicts if v.passed)
+        failing = sorted({c.id for v in verdicts for c in v.checks
+                          if c.status in ("fail", "error")})
         print(f"verdicts: {passed}/{len(verdicts)} runs passed; failing checks: {failing or 'none'}")
         cpu = _cpu_seconds(spark) - cpu0
         print(f"RECONCILE TOTAL {total:.1f}s for {n_events:,} events = "

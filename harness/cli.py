@@ -402,7 +402,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
                         hadoop_version=args.hadoop_version)
     except ExploreError as e:
         raise UserError(str(e)) from None
-    return 1 if state.get("findings") else 0
+    return 1 if state.findings else 0
 
 
 # -- known-bugs (issue 30; harness/knownbugs.py) ------------------------------------------------
@@ -598,26 +598,16 @@ def _function(module: str, name: str, what: str) -> Callable:
     return function
 
 
-def _passed(verdict: Any) -> bool:
-    if isinstance(verdict, dict):
-        return bool(verdict.get("passed"))
-    return bool(getattr(verdict, "passed", verdict))
-
-
 def _exit_for(outcome: Any) -> int:
-    """The exit code for what a runner returned: verdicts, a bool, or an exit code."""
+    """The exit code for what a runner returned: a list of verdicts (harness.reconcile.
+    verdict.Verdict), a bool, or an exit code."""
     if isinstance(outcome, bool):
         return EXIT_OK if outcome else EXIT_FAILED
     if isinstance(outcome, int):
         return outcome
     if outcome is None:
         return EXIT_OK
-    if isinstance(outcome, dict) and "passed" in outcome:
-        outcome = [outcome]
-    elif isinstance(outcome, dict):
-        outcome = list(outcome.values())
-    verdicts = list(outcome)
-    return EXIT_OK if all(_passed(v) for v in verdicts) else EXIT_FAILED
+    return EXIT_OK if all(v.passed for v in outcome) else EXIT_FAILED
 
 
 class _Progress:
@@ -798,30 +788,23 @@ def _run_parallel(args: argparse.Namespace, files: list[str], progress: Any,
 
 
 def _verdicts(outcome: Any) -> list:
-    """The verdicts in what a runner returned (a list of them, or one)."""
-    if isinstance(outcome, dict):
-        return [outcome] if "passed" in outcome else list(outcome.values())
+    """The verdicts in what a runner returned (a list of them; a bool or an exit code
+    has none)."""
     if isinstance(outcome, (list, tuple)):
         return list(outcome)
     return []
 
 
 def scenario_json(verdict: Any) -> dict:
-    """What `run --json` prints for one scenario: name, verdict (pass or fail), run folder,
-    the checks that failed or broke, the expectations not met, and why a run failed
-    without a check failing (an error, a run that did not complete)."""
-    def get(key: str, default: Any = None) -> Any:
-        if isinstance(verdict, dict):
-            return verdict.get(key, default)
-        return getattr(verdict, key, default)
-
-    return {"name": get("scenario"), "verdict": "pass" if _passed(verdict) else "fail",
-            "run_dir": get("run_dir"),
-            "failed_checks": [c.get("id") for c in get("checks") or []
-                              if c.get("status") in ("fail", "error")],
-            "unmet_expectations": [e.get("what") for e in get("expect") or []
-                                   if e.get("status") == "fail"],
-            "error": get("error"), "run_status": get("run_status", "completed")}
+    """What `run --json` prints for one scenario (a harness.reconcile.verdict.Verdict):
+    name, verdict (pass or fail), run folder, the checks that failed or broke, the
+    expectations not met, and why a run failed without a check failing (an error, a run
+    that did not complete)."""
+    return {"name": verdict.scenario, "verdict": "pass" if verdict.passed else "fail",
+            "run_dir": verdict.run_dir,
+            "failed_checks": [c.id for c in verdict.checks if c.status in ("fail", "error")],
+            "unmet_expectations": [e.what for e in verdict.unmet],
+            "error": verdict.error, "run_status": verdict.run_status or "completed"}
 
 
 def _run_dirs(arguments: Iterable[str]) -> list[str]:
@@ -857,7 +840,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     verdicts = verify_runs(run_dirs, args.spark_master)
     result_line = _function("harness.runner", "result_line", "verify")
     for run_dir, verdict in zip(run_dirs, verdicts):   # as `run` ends: a line per run
-        print(result_line({"run_dir": run_dir, **verdict}))
+        verdict.run_dir = run_dir
+        print(result_line(verdict))
     return _exit_for(verdicts)
 
 
@@ -872,15 +856,20 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def suite_summary(run_dirs: Sequence[str], index: str) -> str:
     """`N runs: X passed, Y failed; suite report: INDEX`, from the runs' verdict.json."""
+    from harness.reconcile.verdict import Verdict, VerdictError
     passed = failed = missing = 0
     for run_dir in run_dirs:
         try:
             with open(os.path.join(run_dir, "verdict.json"), encoding="utf-8") as f:
-                verdict = json.load(f)
+                data = json.load(f)
         except (OSError, ValueError):
             missing += 1
             continue
-        if isinstance(verdict, dict) and verdict.get("passed"):
+        try:
+            ok = Verdict.from_json(data).passed
+        except VerdictError:   # not a verdict: it did not pass
+            ok = False
+        if ok:
             passed += 1
         else:
             failed += 1

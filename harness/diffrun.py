@@ -22,7 +22,7 @@ def run_both(files: list[str], backend: str = "local", results_dir: str = "resul
     verdict of the runs made (for the exit code), after printing one line per run and
     the path of diff.html."""
     from harness.reconcile.diff import compare, load_result, not_run, write_diff
-    from harness.runner import result_line, run_scenario, verify_outcomes
+    from harness.runner import result_line, run_unverified, verify_outcomes
     from harness.systems import get_system
     scenarios, issues = validate_files(files)
     if issues:
@@ -43,9 +43,9 @@ def run_both(files: list[str], backend: str = "local", results_dir: str = "resul
                 continue
             if progress:
                 progress(f"{sc.name}: on {system}")
-            outcome = run_scenario(sc, backend, dirs[system], seed, keep, progress,
-                                   verify=False, system=system,
-                                   hadoop_version=hadoop.version if system == "hadoop" else None)
+            outcome = run_unverified(sc, backend, dirs[system], seed, keep, progress,
+                                     system=system,
+                                     hadoop_version=hadoop.version if system == "hadoop" else None)
             sides[system] = outcome
             outcomes.append(outcome)
             if outcome.status == "interrupted":

@@ -155,7 +155,7 @@ def run_known_bugs(folder: str, out: str = "results", versions: Sequence[str] | 
     matrix, write known-bugs.html and .parquet; returns 0 when every cell is as declared,
     1 otherwise (KnownBugsError and ScenarioError: bad input, before anything ran)."""
     from harness.reconcile.knownbugs import all_as_declared, cells, format_matrix, write_matrix
-    from harness.runner import result_line, run_scenario, verify_outcomes
+    from harness.runner import result_line, run_unverified, verify_outcomes
     if repeat < 1:
         raise KnownBugsError(f"--repeat {repeat}: give a number of runs, 1 or more")
     if versions is not None:
@@ -178,9 +178,9 @@ def run_known_bugs(folder: str, out: str = "results", versions: Sequence[str] | 
         system = task.release if task.system == "minihdfs" else f"hadoop {task.release}"
         say(f"[{number}/{len(tasks)}] {task.scenario.known_bug.jira} on {system}, "
             f"run {task.repeat} of {n}")
-        outcome = run_scenario(task.scenario, "local", os.path.join(out, task.folder), seed,
-                               keep, progress, verify=False, system=task.system,
-                               hadoop_version=task.release if task.system == "hadoop" else None)
+        outcome = run_unverified(task.scenario, "local", os.path.join(out, task.folder), seed,
+                                 keep, progress, system=task.system,
+                                 hadoop_version=task.release if task.system == "hadoop" else None)
         outcomes.append((task, outcome))
         if outcome.status == "interrupted":
             interrupted = True
@@ -188,7 +188,7 @@ def run_known_bugs(folder: str, out: str = "results", versions: Sequence[str] | 
     verdicts = verify_outcomes([o for _, o in outcomes], progress)
     for v in verdicts:
         print(result_line(v), flush=True)
-    by_cell: dict[tuple[str, str], list[dict]] = {}
+    by_cell: dict[tuple[str, str], list] = {}
     for (task, _), verdict in zip(outcomes, verdicts):
         by_cell.setdefault((task.path, task.release), []).append(verdict)
     entries = []

@@ -35,6 +35,7 @@ from typing import Any
 
 import pytest
 
+from harness.reconcile.verdict import ExpectItem, Verdict
 from harness.scenario import Scenario, ScenarioError
 from harness.scenario.loader import check_scenario_file
 
@@ -122,7 +123,7 @@ class ScenarioInvalid(Exception):
 class ScenarioFailed(Exception):
     """The run's verdict did not pass."""
 
-    def __init__(self, scenario: Scenario, verdict: Any):
+    def __init__(self, scenario: Scenario, verdict: "Verdict"):
         self.scenario = scenario
         self.verdict = verdict
         super().__init__(f"scenario {scenario.name} failed")
@@ -143,7 +144,7 @@ class ScenarioItem(pytest.Item):
         self.system = system
         self.scenario = scenario
         self.issues = issues
-        self.verdict: Any = None
+        self.verdict: Verdict | None = None
 
     def runtest(self) -> None:
         if self.scenario is None:
@@ -169,7 +170,7 @@ class ScenarioItem(pytest.Item):
                                         system=self.system)
         else:
             self.verdict = _batch(self.session, self.backend).verdict_of(self)
-        if not _get(self.verdict, "passed", False):
+        if not self.verdict.passed:
             for name, value in failure_properties(self.verdict):
                 self.user_properties.append((name, value))
             raise ScenarioFailed(self.scenario, self.verdict)
@@ -200,15 +201,15 @@ class _Batch:
 
     def __init__(self, session: pytest.Session, backend: str):
         self.session, self.backend = session, backend
-        self.verdicts: dict[str, Any] = {}
+        self.verdicts: dict[str, Verdict] = {}
 
-    def verdict_of(self, item: "ScenarioItem") -> Any:
+    def verdict_of(self, item: "ScenarioItem") -> Verdict:
         if item.nodeid not in self.verdicts:
             self._run_pending(first=item)
         return self.verdicts[item.nodeid]
 
     def _run_pending(self, first: "ScenarioItem") -> None:
-        from harness.runner import run_scenario, verify_outcomes
+        from harness.runner import run_unverified, verify_outcomes
         items = [first] + [i for i in self.session.items
                            if isinstance(i, ScenarioItem) and i is not first
                            and i.backend == self.backend and i.scenario is not None
@@ -216,9 +217,8 @@ class _Batch:
         results = first.config.getoption("out", "results")
         outcomes = []
         for item in items:
-            outcomes.append(run_scenario(item.scenario, backend=self.backend,
-                                         results_dir=results, verify=False,
-                                         system=item.system))
+            outcomes.append(run_unverified(item.scenario, backend=self.backend,
+                                           results_dir=results, system=item.system))
             if outcomes[-1].status == "interrupted":
                 raise KeyboardInterrupt
         for item, verdict in zip(items, verify_outcomes(outcomes)):
@@ -249,87 +249,73 @@ def _docker_missing() -> str | None:
     return _DOCKER_STATE[0]
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    """A field of a verdict, whether it is a dict (verdict.json) or an object."""
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
+def _unmet(verdict: Verdict) -> list[ExpectItem]:
+    return [e for e in verdict.expect if e.status not in ("pass", "skip", "not_observable")]
 
 
-def _unmet(verdict: Any) -> list[Any]:
-    return [e for e in _get(verdict, "expect", None) or []
-            if _get(e, "status") not in ("pass", "skip", "not_observable")]
+def _failed_checks(verdict: Verdict) -> list[str]:
+    return [c.id for c in verdict.checks if c.status in ("fail", "error")]
 
 
-def _failed_checks(verdict: Any) -> list[str]:
-    return [str(_get(c, "id")) for c in _get(verdict, "checks", None) or []
-            if _get(c, "status") in ("fail", "error")]
-
-
-def failure_properties(verdict: Any) -> list[tuple[str, str]]:
+def failure_properties(verdict: Verdict) -> list[tuple[str, str]]:
     """The JUnit XML properties of a failed scenario: where its results and report are,
     the failed checks, and each unmet expectation with its evidence in short."""
     from harness.reconcile.evidence import with_brief
     props = []
-    where = _get(verdict, "run_dir")
+    where = verdict.run_dir
     if where:
         props += [("run_dir", str(where)), ("report", os.path.join(str(where), "report.html"))]
     failed = _failed_checks(verdict)
     if failed:
         props.append(("failed_checks", ",".join(failed)))
     for e in _unmet(verdict):
-        props.append(("unmet", with_brief(e) if isinstance(e, dict) else str(_get(e, "what"))))
+        props.append(("unmet", with_brief(e.to_json())))
     return props
 
 
-def describe_failure(scenario: Scenario, verdict: Any) -> str:
+def describe_failure(scenario: Scenario, verdict: Verdict) -> str:
     """The failure of a run in the scenario's terms: failed checks with their evidence,
     unmet expectations with the events behind them, and where the results are. The
     first line says it in short (it is the JUnit XML failure's message)."""
-    run_id = _get(verdict, "run_id")
-    reasons = [f"failed checks {','.join(_failed_checks(verdict))}"] if _failed_checks(verdict) else []
-    reasons += [f"unmet: {'; '.join(str(_get(e, 'what')) for e in _unmet(verdict))}"] \
-        if _unmet(verdict) else []
+    run_id = verdict.run_id
+    failed, unmet = _failed_checks(verdict), _unmet(verdict)
+    reasons = [f"failed checks {','.join(failed)}"] if failed else []
+    reasons += [f"unmet: {'; '.join(e.what for e in unmet)}"] if unmet else []
     lines = [f"scenario {scenario.name} failed" + (f" (run {run_id})" if run_id else "")
              + (f": {' | '.join(reasons)}" if reasons else "")]
-    where = _get(verdict, "run_dir") or _get(verdict, "results_dir")
+    where = verdict.run_dir
     if where:
         lines.append(f"  results: {where}")
-    for check in _get(verdict, "checks", None) or []:
-        status = _get(check, "status")
-        if status not in ("fail", "error"):
+    for check in verdict.checks:
+        if check.status not in ("fail", "error"):
             continue
-        must_fail = _get(check, "id") in scenario.expect.must_fail
-        lines.append(f"  check {_get(check, 'id')}: {status.upper()}"
+        must_fail = check.id in scenario.expect.must_fail
+        lines.append(f"  check {check.id}: {check.status.upper()}"
                      + (" (expected to fail)" if must_fail else ""))
-        message = _get(check, "message") or _get(check, "reason")
-        if message:
-            lines.append(f"    {message}")
-        evidence = list(_get(check, "evidence", None) or [])
+        if check.reason:
+            lines.append(f"    {check.reason}")
+        evidence = check.evidence or []
         for row in evidence[:EVIDENCE_ROWS]:
             lines.append(f"    {_row(row)}")
         if len(evidence) > EVIDENCE_ROWS:
             lines.append(f"    ... and {len(evidence) - EVIDENCE_ROWS} more rows")
-    for expectation in _get(verdict, "expect", None) or []:
-        if _get(expectation, "status") not in ("pass", "skip"):
-            detail = _get(expectation, "detail") or _get(expectation, "actual")
-            lines.append(f"  expect {_get(expectation, 'what')}: "
-                         f"{str(_get(expectation, 'status')).upper()}"
-                         + (f" ({detail})" if detail is not None else ""))
-            evidence = list(_get(expectation, "evidence", None) or [])
+    for expectation in verdict.expect:
+        if expectation.status not in ("pass", "skip"):
+            lines.append(f"  expect {expectation.what}: {expectation.status.upper()}")
+            evidence = expectation.evidence or []
             for item in evidence[:EVIDENCE_ROWS]:
-                lines.append(f"    {_get(item, 'what') or _row(item)}")
-            more = len(evidence) - EVIDENCE_ROWS + int(_get(expectation, "evidence_more", 0) or 0)
+                what = item.get("what") if isinstance(item, dict) else None
+                lines.append(f"    {what or _row(item)}")
+            more = len(evidence) - EVIDENCE_ROWS + (expectation.evidence_more or 0)
             if more > 0:
                 lines.append(f"    ... and {more} more")
-    exercised = _get(verdict, "exercised", None)
-    if exercised is not None:
+    if verdict.exercised is not None:
         # what the run proved at all: a listed check missing here is one that skipped
-        lines.append("  exercised: " + (", ".join(exercised) or "no check"))
-    for error in _get(verdict, "run_errors", None) or []:
+        lines.append("  exercised: " + (", ".join(verdict.exercised) or "no check"))
+    for error in verdict.run_errors or []:
         lines.append(f"  run: {error}")
-    if _get(verdict, "error"):
-        lines.append(f"  {_get(verdict, 'error')}")
+    if verdict.error:
+        lines.append(f"  {verdict.error}")
     if not reasons and len(lines) == 1 + bool(where):
         lines.append("  the verdict did not pass, but names no failed check or expectation")
     return "\n".join(lines)

@@ -29,6 +29,7 @@ from faults.base import FaultError
 from faults.kinds import FaultContext
 from harness import ports
 from harness.backends import BackendError, cleanup_all, get_backend
+from harness.reconcile.verdict import VERDICT_FILE, Verdict
 from harness.scenario import AtTime, OnEvent, Scenario, ScenarioError, load_scenario
 from harness.triggers import LogTailer, TriggerEngine
 from harness.systems import SystemUnderTest, system_of
@@ -540,29 +541,30 @@ class RunOutcome:
         self.scenario, self.run_id, self.run_dir = scenario, run_id, run_dir
         self.status, self.errors = status, errors
 
-    def verdict_without_checks(self, error: str) -> dict:
-        return {"scenario": self.scenario, "run_id": self.run_id, "passed": False,
-                "checks": [], "expect": [], "metrics": {}, "error": error}
+    def verdict_without_checks(self, error: str) -> Verdict:
+        return Verdict(scenario=self.scenario, run_id=self.run_id, passed=False, checks=[],
+                       expect=[], metrics={}, error=error, run_dir=self.run_dir)
 
-    def finish(self, verdict: dict) -> dict:
+    def finish(self, verdict: Verdict) -> Verdict:
         """Add how the run went to its verdict, and write verdict.json."""
         if self.status != "completed" or self.errors:
-            verdict["run_status"] = self.status
-            verdict["run_errors"] = self.errors
+            verdict.run_status = self.status
+            verdict.run_errors = self.errors
             if self.status in ("error", "interrupted"):
-                verdict["passed"] = False
-        verdict["run_dir"] = self.run_dir
-        with open(os.path.join(self.run_dir, "verdict.json"), "w") as f:
-            json.dump({k: v for k, v in verdict.items() if k != "run_dir"}, f, indent=1)
+                verdict.passed = False
+        verdict.run_dir = self.run_dir
+        with open(os.path.join(self.run_dir, VERDICT_FILE), "w") as f:
+            json.dump(verdict.to_json(), f, indent=1)
         return verdict
 
 
-def verify_outcomes(outcomes: list[RunOutcome], progress: Progress | None = None) -> list[dict]:
+def verify_outcomes(outcomes: list[RunOutcome], progress: Progress | None = None
+                    ) -> list[Verdict]:
     """Verify runs in one Spark batch (far cheaper than one batch a run), then build each
     run's report; returns the verdicts in the order of `outcomes`."""
     say = progress or (lambda msg: None)
     pending = [o for o in outcomes if o.status != "interrupted"]
-    verdicts: dict[str, dict] = {}
+    verdicts: dict[str, Verdict] = {}
     for o in outcomes:
         if o.status == "interrupted":   # nothing to verify: say so, quickly
             verdicts[o.run_id] = o.verdict_without_checks("the run was interrupted")
@@ -585,7 +587,7 @@ def verify_outcomes(outcomes: list[RunOutcome], progress: Progress | None = None
                 try:
                     build_run_report(o.run_dir)
                 except Exception as e:   # a report is a convenience; the verdict stands
-                    verdicts[o.run_id].setdefault("warnings", []).append(f"report: {e}")
+                    verdicts[o.run_id].add_warning(f"report: {e}")
     return [o.finish(verdicts[o.run_id]) for o in outcomes]
 
 
@@ -614,25 +616,34 @@ def backend_issues(scenario: Scenario, backend: str) -> list[str]:
     return [f"scenario {scenario.name} {refusal}"] if refusal else []
 
 
-def run_scenario(scenario: Scenario | str, backend: str = "local", results_dir: str = "results",
-                 seed: int | None = None, keep: bool = False,
-                 progress: Progress | None = None, verify: bool = True,
-                 system: str | None = None, hadoop_version: str | None = None
-                 ) -> dict | RunOutcome:
-    """Run one scenario (a Scenario or a YAML path); returns its verdict (verdict.json),
-    or with verify=False the RunOutcome to verify later with others (verify_outcomes).
+def run_unverified(scenario: Scenario | str, backend: str = "local", results_dir: str = "results",
+                   seed: int | None = None, keep: bool = False,
+                   progress: Progress | None = None, system: str | None = None,
+                   hadoop_version: str | None = None) -> RunOutcome:
+    """Run one scenario (a Scenario or a YAML path) without verifying it: the RunOutcome to
+    verify later with others in one Spark batch (verify_outcomes).
     `system`/`hadoop_version` override the scenario's cluster.system/hadoop_version."""
     if isinstance(scenario, str):
         scenario = load_scenario(scenario)
     sut = system_of(scenario, system, hadoop_version)
-    outcome = Run(scenario, backend, results_dir, seed, keep, progress, sut).execute()
-    return verify_outcomes([outcome], progress)[0] if verify else outcome
+    return Run(scenario, backend, results_dir, seed, keep, progress, sut).execute()
+
+
+def run_scenario(scenario: Scenario | str, backend: str = "local", results_dir: str = "results",
+                 seed: int | None = None, keep: bool = False,
+                 progress: Progress | None = None, system: str | None = None,
+                 hadoop_version: str | None = None) -> Verdict:
+    """Run one scenario (a Scenario or a YAML path) and verify it; returns its verdict
+    (written to verdict.json). run_unverified runs without verifying."""
+    outcome = run_unverified(scenario, backend, results_dir, seed, keep, progress,
+                             system=system, hadoop_version=hadoop_version)
+    return verify_outcomes([outcome], progress)[0]
 
 
 def run_scenarios(files: list[str], backend: str = "local", results_dir: str = "results",
                   seed: int | None = None, keep: bool = False,
                   progress: Progress | None = None, system: str | None = None,
-                  hadoop_version: str | None = None) -> list[dict]:
+                  hadoop_version: str | None = None) -> list[Verdict]:
     """Validate every file first (nothing runs if one is invalid), run them in turn, then
     verify them all in one Spark batch, printing one result line per scenario."""
     from harness.scenario import validate_files
@@ -642,8 +653,8 @@ def run_scenarios(files: list[str], backend: str = "local", results_dir: str = "
     outcomes = []
     interrupted = False
     for path in files:
-        outcome = run_scenario(scenarios[path], backend, results_dir, seed, keep, progress,
-                               verify=False, system=system, hadoop_version=hadoop_version)
+        outcome = run_unverified(scenarios[path], backend, results_dir, seed, keep, progress,
+                                 system=system, hadoop_version=hadoop_version)
         outcomes.append(outcome)
         if progress:
             progress(f"{outcome.scenario}: run {outcome.status} "
@@ -674,8 +685,9 @@ class _LinesOnly:
 def run_file(path: str, backend: str, results_dir: str, seed: int | None, keep: bool,
              quiet: bool, system: str | None, hadoop_version: str | None) -> RunOutcome:
     """One scenario file run in a worker process of run_parallel (verified later)."""
-    return run_scenario(path, backend, results_dir, seed, keep, None if quiet else _LinesOnly(),
-                        verify=False, system=system, hadoop_version=hadoop_version)
+    return run_unverified(path, backend, results_dir, seed, keep,
+                          None if quiet else _LinesOnly(), system=system,
+                          hadoop_version=hadoop_version)
 
 
 def _init_run_worker(counter, workers: int) -> None:
@@ -709,7 +721,7 @@ def run_parallel(files: list[str], workers: int, backend: str = "local",
                  results_dir: str = "results", seed: int | None = None, keep: bool = False,
                  progress: Progress | None = None, system: str | None = None,
                  hadoop_version: str | None = None, fail_fast: bool = False,
-                 run=None, verify=None, pool=None) -> tuple[list[dict], int]:
+                 run=None, verify=None, pool=None) -> tuple[list[Verdict], int]:
     """Run `files` `workers` at a time, each in a worker process with its own ports, then
     verify them in one Spark batch; with `fail_fast` each is verified as it finishes and
     none starts after the first failure (the running ones finish). Prints one result line
@@ -726,7 +738,7 @@ def run_parallel(files: list[str], workers: int, backend: str = "local",
     waiting = list(range(len(files)))
     running: dict[cf.Future, int] = {}
     outcomes: dict[int, RunOutcome] = {}
-    verdicts: dict[int, dict] = {}
+    verdicts: dict[int, Verdict] = {}
     stop = interrupted = False
 
     def finished(future: cf.Future) -> None:
@@ -743,7 +755,7 @@ def run_parallel(files: list[str], workers: int, backend: str = "local",
             stop = interrupted = True
         elif fail_fast and outcome.run_dir:
             verdicts[index] = verify([outcome], progress)[0]
-            stop = stop or not verdicts[index].get("passed")
+            stop = stop or not verdicts[index].passed
         elif fail_fast:
             stop = True
 
@@ -775,8 +787,8 @@ def run_parallel(files: list[str], workers: int, backend: str = "local",
         verdicts.update(zip(late, verify([outcomes[i] for i in late], progress)))
     for i in sorted(outcomes):
         if i not in verdicts:   # no folder: the worker broke before the run began
-            verdicts[i] = {"scenario": outcomes[i].scenario, "passed": False, "checks": [],
-                           "expect": [], "error": "; ".join(outcomes[i].errors)}
+            verdicts[i] = Verdict(scenario=outcomes[i].scenario, passed=False,
+                                  error="; ".join(outcomes[i].errors))
     ordered = [verdicts[i] for i in sorted(verdicts)]
     for verdict in ordered:
         print(result_line(verdict), flush=True)
@@ -785,22 +797,22 @@ def run_parallel(files: list[str], workers: int, backend: str = "local",
     return ordered, len(files) - len(outcomes)
 
 
-def result_line(verdict: dict) -> str:
+def result_line(verdict: Verdict) -> str:
     """One line per scenario: PASS/FAIL, name, where the results are, failed checks, and
     each unmet expectation with the events behind it in a few words."""
-    mark = "PASS" if verdict.get("passed") else "FAIL"
+    mark = "PASS" if verdict.passed else "FAIL"
     from harness.reconcile.evidence import with_brief
-    failed = [c["id"] for c in verdict.get("checks", []) if c.get("status") == "fail"]
-    bad_expect = [with_brief(e) for e in verdict.get("expect", []) if e.get("status") == "fail"]
+    failed = verdict.failed_checks
+    bad_expect = [with_brief(e.to_json()) for e in verdict.unmet]
     detail = []
     if failed:
         detail.append("failed checks " + ",".join(failed))
     if bad_expect:
         detail.append("unmet: " + "; ".join(bad_expect))
-    if verdict.get("error"):
-        detail.append(verdict["error"])
-    if verdict.get("run_status") and verdict["run_status"] != "completed":
-        detail.append(f"run {verdict['run_status']}: " + "; ".join(verdict.get("run_errors", [])))
-    line = f"{mark} {verdict.get('scenario')} ({os.path.relpath(verdict.get('run_dir', '.'))})" \
+    if verdict.error:
+        detail.append(verdict.error)
+    if verdict.run_status and verdict.run_status != "completed":
+        detail.append(f"run {verdict.run_status}: " + "; ".join(verdict.run_errors or []))
+    line = f"{mark} {verdict.scenario} ({os.path.relpath(verdict.run_dir or '.')})" \
         + (f" — {' | '.join(detail)}" if detail else "")
     return " ".join(line.split())   # one line, whatever the errors held

@@ -30,6 +30,8 @@ import yaml
 from .points import FailurePoint, extract_points, read_run_events, run_start_ts
 from .schedules import Schedule, ScheduleQueue, Step, faults_at, scenario_doc, to_yaml
 from . import shrink as shrinking
+from ..reconcile.verdict import Verdict
+from .state import ExploreState, StateError
 
 DEPTH2_PER_PARENT = 8
 SHRINK_SHARE = 0.25          # of the budget kept for shrinking findings
@@ -71,11 +73,11 @@ def _init_worker(counter, workers: int, package_root: str | None = None) -> None
 
 def run_schedule(yaml_path: str, results_dir: str) -> dict:
     """Run one schedule file (no verification); what the explorer needs of the run."""
-    from harness.runner import run_scenario
+    from harness.runner import run_unverified
     from harness.scenario import load_scenario
     t0 = time.time()
     scenario = load_scenario(yaml_path)
-    outcome = run_scenario(scenario, results_dir=results_dir, verify=False)
+    outcome = run_unverified(scenario, results_dir=results_dir)
     return {"run_dir": outcome.run_dir, "status": outcome.status, "errors": outcome.errors,
             "wall": round(time.time() - t0, 3), "timings": time_split(outcome.run_dir)}
 
@@ -110,11 +112,11 @@ def time_split(run_dir: str) -> dict:
 
 # -- judging a run ----------------------------------------------------------------------------
 
-def classify(result: dict, verdict: dict | None) -> tuple[str, list[str]]:
+def classify(result: dict, verdict: "Verdict | None") -> tuple[str, list[str]]:
     """(outcome, failed checks): pass, fail, hung (workload stuck or never quiescent),
     unreached (a fault's point never came: not a finding), error (the harness broke)."""
     errors = result.get("errors") or []
-    failed = sorted(c["id"] for c in (verdict or {}).get("checks", []) if c.get("status") == "fail")
+    failed = sorted(verdict.failed_checks) if verdict is not None else []
     text = " ".join(errors)
     if result.get("status") == "unreached":     # the runner saw the point could not come
         return "unreached", failed
@@ -125,7 +127,7 @@ def classify(result: dict, verdict: dict | None) -> tuple[str, list[str]]:
         return ("hung" if stuck else "unreached"), failed
     if any(e.startswith("no quiescence") for e in errors):
         return "hung", failed
-    if result.get("status") == "error" or verdict is None or verdict.get("error"):
+    if result.get("status") == "error" or verdict is None or verdict.error:
         return "error", failed
     if any(e.startswith("fault ") for e in errors):
         return "error", failed
@@ -189,7 +191,7 @@ class Explorer:
             self.base_doc = yaml.safe_load(f)
         self._choose_system(system, hadoop_version)
         self.queue = ScheduleQueue()
-        self.state: dict = {}
+        self.state = ExploreState(base=self.base_path)
         self.points: list[FailurePoint] = []
         self.points_of: dict[str, list[FailurePoint]] = {}   # schedule id -> its run's points
         self._lock = threading.Lock()
@@ -242,43 +244,39 @@ class Explorer:
             if not self.resume:
                 raise ExploreError(f"{self.out} holds an exploration already: add --resume to go "
                                    "on with it, or choose another --out")
-            with open(self.state_path) as f:
-                self.state = json.load(f)
-            if self.state.get("base") != self.base_path:
-                raise ExploreError(f"{self.out} explores {self.state.get('base')}, not "
+            try:
+                self.state = ExploreState.read(self.state_path)
+            except StateError as e:
+                raise ExploreError(f"{e}: use another --out") from None
+            if self.state.base != self.base_path:
+                raise ExploreError(f"{self.out} explores {self.state.base}, not "
                                    f"{self.base_path}: use another --out")
-            if self.state.get("system", "minihdfs") != self.system_label:
-                raise ExploreError(f"{self.out} explores on {self.state.get('system')}, not "
+            if self.state.system != self.system_label:
+                raise ExploreError(f"{self.out} explores on {self.state.system}, not "
                                    f"{self.system_label}: use the same --system, or another --out")
-            self.points = [FailurePoint.from_json(p) for p in self.state["points"]]
-            self.queue.tried = dict(self.state.get("tried", {}))
-            for item in self.state.get("queue", []):
+            self.points = [FailurePoint.from_json(p) for p in self.state.points]
+            self.queue.tried = dict(self.state.tried)
+            for item in self.state.queue:
                 self.queue.push(Schedule.from_json(item["schedule"]), item.get("boost", 0))
-            for sid, r in self.state["results"].items():
+            for sid, r in self.state.results.items():
                 self.queue._ids.add(sid)
-            for sid, item in self.state.get("running", {}).items():   # cut short: run again
+            for sid, item in self.state.running.items():   # cut short: run again
                 self.queue._ids.discard(sid)
                 self.queue.push(Schedule.from_json(item))
-            self.state["running"] = {}
-            self.elapsed_before = self.state.get("elapsed", 0.0)
-            self.say(f"explore: resuming {self.out}: {len(self.state['results'])} done, "
+            self.state.running = {}
+            self.elapsed_before = self.state.elapsed
+            self.say(f"explore: resuming {self.out}: {len(self.state.results)} done, "
                      f"{len(self.queue)} queued")
         else:
-            self.state = {"base": self.base_path, "system": self.system_label,
-                          "exact": self.exact, "note": self.note,
-                          "points": [], "results": {}, "schedules": {},
-                          "queue": [], "tried": {}, "running": {}, "findings": {},
-                          "elapsed": 0.0, "space": 0, "verify_s": 0.0, "verified": 0}
+            self.state = ExploreState(base=self.base_path, system=self.system_label,
+                                      exact=self.exact, note=self.note)
 
     def save(self) -> None:
         with self._lock:
-            self.state["queue"] = [{"schedule": s.to_json(), "boost": 0} for s in self.queue.items()]
-            self.state["tried"] = self.queue.tried
-            self.state["elapsed"] = self.elapsed()
-            tmp = self.state_path + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump(self.state, f, default=str)
-            os.replace(tmp, self.state_path)
+            self.state.queue = [{"schedule": s.to_json(), "boost": 0} for s in self.queue.items()]
+            self.state.tried = self.queue.tried
+            self.state.elapsed = self.elapsed()
+            self.state.write(self.state_path)
 
     def elapsed(self) -> float:
         return self.elapsed_before + (time.time() - self.t0)
@@ -290,7 +288,7 @@ class Explorer:
         if not os.path.exists(path):
             with open(path, "w") as f:
                 f.write(to_yaml(self.schedule_doc(schedule)))
-        self.state["schedules"][schedule.id] = schedule.to_json()
+        self.state.schedules[schedule.id] = schedule.to_json()
         return path
 
     def schedule_doc(self, schedule: Schedule, name: str | None = None) -> dict:
@@ -373,8 +371,8 @@ class Explorer:
             print(file=sys.stderr)
         from .report import write_summary
         summary = write_summary(self)
-        self.say(f"explore: {len(self.state['results'])} schedules, "
-                 f"{len(self.state['findings'])} findings; summary {summary}")
+        self.say(f"explore: {len(self.state.results)} schedules, "
+                 f"{len(self.state.findings)} findings; summary {summary}")
         return self.state
 
     def _record_base(self) -> None:
@@ -382,23 +380,23 @@ class Explorer:
         clean = Schedule(())
         [(result, verdict)] = self._run_and_verify([clean])
         outcome, failed = classify(result, verdict)
-        self.state["base_run"] = {"run_dir": result["run_dir"], "outcome": outcome,
+        self.state.base_run = {"run_dir": result["run_dir"], "outcome": outcome,
                                   "failed": failed, "timings": result.get("timings")}
         if outcome != "pass":
             raise ExploreError(f"the clean run of the base scenario does not pass ({outcome}"
                                f"{': ' + ','.join(failed) if failed else ''}; "
                                f"{result['run_dir']}): fix the base before exploring it")
         self.points = extract_points(read_run_events(result["run_dir"]))
-        self.state["points"] = [p.to_json() for p in self.points]
+        self.state.points = [p.to_json() for p in self.points]
         schedules = self.depth1(self.points)
-        self.state["space"] = len(schedules)
+        self.state.space = len(schedules)
         for s in schedules:
             self.queue.push(s)
         self.say(f"explore: {len(self.points)} failure points, {len(schedules)} depth-1 "
                  f"schedules (points x faults)")
         self.save()
 
-    def _run_and_verify(self, schedules: list[Schedule]) -> list[tuple[dict, dict | None]]:
+    def _run_and_verify(self, schedules: list[Schedule]) -> list[tuple[dict, Verdict | None]]:
         """Run schedules on the pool and verify them as one batch (used for the base run
         and for shrinking; exploration overlaps the two)."""
         futures = [self.pool.submit(run_schedule, self.schedule_file(s),
@@ -412,9 +410,9 @@ class Explorer:
         verdicts = self._verify([r for r in results])
         return list(zip(results, verdicts))
 
-    def _verify(self, results: list[dict]) -> list[dict | None]:
+    def _verify(self, results: list[dict]) -> list[Verdict | None]:
         dirs = [r["run_dir"] for r in results if r.get("run_dir") and r["status"] != "interrupted"]
-        by_dir: dict[str, dict] = {}
+        by_dir: dict[str, Verdict] = {}
         if dirs:
             t = time.time()
             try:
@@ -423,18 +421,18 @@ class Explorer:
                     by_dir[d] = v
             except Exception as e:   # the verifier broke: every run of the batch says so
                 for d in dirs:
-                    by_dir[d] = {"error": f"the verifier failed: {type(e).__name__}: {e}",
-                                 "checks": []}
+                    by_dir[d] = Verdict(scenario=None, passed=False, run_dir=d,
+                                        error=f"the verifier failed: {type(e).__name__}: {e}")
             with self._lock:
-                self.state["verify_s"] += time.time() - t
-                self.state["verified"] += len(dirs)
+                self.state.verify_s += time.time() - t
+                self.state.verified += len(dirs)
         return [by_dir.get(r.get("run_dir")) for r in results]
 
     def _explore(self, go_on: Callable[[], bool]) -> None:
         running: dict[cf.Future, Schedule] = {}
         to_verify: list[tuple[Schedule, dict]] = []
         verifying: list[threading.Thread] = []
-        verified: list[tuple[Schedule, dict, dict | None]] = []
+        verified: list[tuple[Schedule, dict, Verdict | None]] = []
         last_save = time.time()
 
         def verify_batch(batch):
@@ -442,7 +440,7 @@ class Explorer:
             with self._lock:
                 verified.extend((s, r, v) for (s, r), v in zip(batch, verdicts))
 
-        already = len(self.state["results"])
+        already = len(self.state.results)
         launched = [0]
 
         def limit_reached():   # counts the runs in flight and in verification too
@@ -454,7 +452,7 @@ class Explorer:
                 s = self.queue.pop()
                 if s is None:
                     break
-                self.state["running"][s.id] = s.to_json()
+                self.state.running[s.id] = s.to_json()
                 launched[0] += 1
                 running[self.pool.submit(run_schedule, self.schedule_file(s),
                                          os.path.join(self.out, "runs"))] = s
@@ -492,23 +490,23 @@ class Explorer:
                 time.sleep(0.2)   # waiting for a verification batch
 
     def _progress(self, in_flight: int) -> str:
-        done = len(self.state["results"])
+        done = len(self.state.results)
         rate = done / max(self.elapsed(), 1e-6) * 3600
         return (f"explore: done {done} | running {in_flight} | queued {len(self.queue)} | "
-                f"findings {len(self.state['findings'])} | {rate:.0f} schedules/h | "
+                f"findings {len(self.state.findings)} | {rate:.0f} schedules/h | "
                 f"{self.elapsed():.0f}s of {self.budget:.0f}s")
 
     def _record(self, s: Schedule, r: dict, v: dict | None) -> None:
         outcome, failed = classify(r, v)
-        self.state["running"].pop(s.id, None)
+        self.state.running.pop(s.id, None)
         entry = {"id": s.id, "depth": s.depth, "signature": s.signature, "outcome": outcome,
                  "failed": failed, "run_dir": r.get("run_dir"), "status": r.get("status"),
                  "errors": r.get("errors"), "timings": r.get("timings"), "wall": r.get("wall"),
                  "parent": s.parent, "at": round(self.elapsed(), 1)}
-        self.state["results"][s.id] = entry
+        self.state.results[s.id] = entry
         if outcome in FINDING_OUTCOMES:
             sig = finding_signature(outcome, failed, s)
-            group = self.state["findings"].setdefault(sig, {"signature": sig, "members": [],
+            group = self.state.findings.setdefault(sig, {"signature": sig, "members": [],
                                                             "outcome": outcome, "failed": failed})
             group["members"].append(s.id)
             if len(group["members"]) == 1:
@@ -521,11 +519,11 @@ class Explorer:
 
     def _shrink_findings(self, go_on: Callable[[], bool]) -> None:
         os.makedirs(os.path.join(self.out, "findings"), exist_ok=True)
-        for n, (sig, group) in enumerate(sorted(self.state["findings"].items()), 1):
+        for n, (sig, group) in enumerate(sorted(self.state.findings.items()), 1):
             if group.get("reproducer"):
                 continue
             sid = group["members"][0]
-            original = Schedule.from_json(self.state["schedules"][sid])
+            original = Schedule.from_json(self.state.schedules[sid])
             points = self._points_for(original)
             kept: list[str] = []
             smallest = original
@@ -535,7 +533,7 @@ class Explorer:
                     same = []
                     for o, (r, v) in zip(options, results):
                         outcome, failed = classify(r, v)
-                        self.state["results"].setdefault(o.id, {
+                        self.state.results.setdefault(o.id, {
                             "id": o.id, "depth": o.depth, "signature": o.signature,
                             "outcome": outcome, "failed": failed, "run_dir": r.get("run_dir"),
                             "status": r.get("status"), "errors": r.get("errors"),
@@ -543,7 +541,7 @@ class Explorer:
                             "at": round(self.elapsed(), 1)})
                         same.append(outcome == group["outcome"] and failed == group["failed"])
                     return same
-                self.status(f"explore: shrinking finding {n} of {len(self.state['findings'])}")
+                self.status(f"explore: shrinking finding {n} of {len(self.state.findings)}")
                 smallest, kept = shrinking.shrink(original, points, still_fails,
                                                   max_runs=SHRINK_RUNS)
             self._write_finding(group, original, smallest, kept, shrunk=go_on() or bool(kept))
@@ -552,7 +550,7 @@ class Explorer:
     def _points_for(self, schedule: Schedule) -> list[FailurePoint]:
         if schedule.depth < 2 or not schedule.parent:
             return self.points
-        parent = self.state["results"].get(schedule.parent, {})
+        parent = self.state.results.get(schedule.parent, {})
         if parent.get("run_dir"):
             return extract_points(read_run_events(parent["run_dir"]))
         return self.points
@@ -560,10 +558,10 @@ class Explorer:
     def _write_finding(self, group: dict, original: Schedule, smallest: Schedule,
                        kept: list[str], shrunk: bool) -> None:
         fid = smallest.id
-        result = self.state["results"].get(fid) or self.state["results"][original.id]
+        result = self.state.results.get(fid) or self.state.results[original.id]
         verdict = _read_verdict(result.get("run_dir"))
-        evidence = [{"check": c["id"], "evidence": c.get("evidence", [])[:3]}
-                    for c in (verdict or {}).get("checks", []) if c.get("status") == "fail"]
+        evidence = [{"check": c.id, "evidence": (c.evidence or [])[:3]}
+                    for c in (verdict.checks if verdict else []) if c.status == "fail"]
         doc = self.schedule_doc(smallest, name=f"finding-{fid}")
         doc["description"] = (
             f"Found by hdfs-chaos explore from {os.path.basename(self.base_path)}: "
@@ -599,13 +597,12 @@ def _status_line() -> Callable[[str], None]:
     return line
 
 
-def _read_verdict(run_dir: str | None) -> dict | None:
+def _read_verdict(run_dir: str | None) -> Verdict | None:
     if not run_dir:
         return None
     try:
-        with open(os.path.join(run_dir, "verdict.json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        return Verdict.read(run_dir)
+    except (OSError, ValueError):   # VerdictError too: a finding does without its evidence
         return None
 
 
@@ -636,5 +633,5 @@ def timeline(run_dir: str | None, limit: int = 60) -> list[dict]:
 
 
 def explore(base: str, out: str, budget: float, depth: int = 2, workers: int = 2,
-            resume: bool = False, **kw) -> dict:
+            resume: bool = False, **kw) -> ExploreState:
     return Explorer(base, out, budget, depth, workers, resume, **kw).run()

@@ -10,31 +10,33 @@ import os
 import statistics
 from collections import Counter
 
+from .state import ExploreState
+
 
 def _e(x) -> str:
     return html.escape(str(x))
 
 
-def summary_numbers(state: dict) -> dict:
-    results = list(state.get("results", {}).values())
+def summary_numbers(state: ExploreState) -> dict:
+    results = list(state.results.values())
     explored = [r for r in results if not r.get("shrink")]
     d1 = [r for r in explored if r.get("depth") == 1]
-    elapsed = max(state.get("elapsed", 0.0), 1e-6)
+    elapsed = max(state.elapsed, 1e-6)
     split: dict[str, float] = {}
     timed = [r["timings"] for r in results if r.get("timings")]
     for key in ("start", "workload", "recovery_wait", "quiescence", "stop"):
         vals = [t[key] for t in timed if key in t]
         if vals:
             split[key] = round(statistics.median(vals), 2)
-    if state.get("verified"):
-        split["verify (per run, batched)"] = round(state["verify_s"] / state["verified"], 2)
+    if state.verified:
+        split["verify (per run, batched)"] = round(state.verify_s / state.verified, 2)
     return {"schedules": len(results), "explored": len(explored), "depth1": len(d1),
-            "depth2": len(explored) - len(d1), "space_depth1": state.get("space", 0),
-            "coverage_depth1": round(len(d1) / state["space"], 3) if state.get("space") else 0.0,
+            "depth2": len(explored) - len(d1), "space_depth1": state.space,
+            "coverage_depth1": round(len(d1) / state.space, 3) if state.space else 0.0,
             "elapsed_s": round(elapsed, 1), "per_hour": round(len(results) / elapsed * 3600, 1),
             "outcomes": dict(Counter(r["outcome"] for r in results)),
-            "findings": len(state.get("findings", {})), "median_split_s": split,
-            "points": len(state.get("points", []))}
+            "findings": len(state.findings), "median_split_s": split,
+            "points": len(state.points)}
 
 
 def write_summary(explorer) -> str:
@@ -43,12 +45,12 @@ def write_summary(explorer) -> str:
     with open(os.path.join(explorer.out, "summary.json"), "w") as f:
         json.dump(n, f, indent=1)
     rows = []
-    by_sig = Counter(r["signature"].split(" + ")[0] for r in state["results"].values()
+    by_sig = Counter(r["signature"].split(" + ")[0] for r in state.results.values()
                      if not r.get("shrink"))
     for sig, count in sorted(by_sig.items()):
         rows.append(f"<tr><td>{_e(sig)}</td><td>{count}</td></tr>")
     findings = []
-    for sig, g in sorted(state.get("findings", {}).items()):
+    for sig, g in sorted(state.findings.items()):
         info = g.get("finding") or {}
         ev = "".join(f"<li><b>{_e(c['check'])}</b>: <code>{_e(json.dumps(c['evidence'], default=str)[:600])}</code></li>"
                      for c in info.get("evidence", []))
@@ -66,8 +68,8 @@ def write_summary(explorer) -> str:
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>hdfs-chaos explore</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:2px 6px;font-size:90%}}code{{font-size:85%}}</style></head><body>
-<h1>Exploration of {_e(os.path.basename(state['base']))} on {_e(state.get('system', 'minihdfs'))}</h1>
-{f"<p><b>{_e(state['note'])}</b></p>" if state.get('note') else ''}
+<h1>Exploration of {_e(os.path.basename(state.base))} on {_e(state.system)}</h1>
+{f"<p><b>{_e(state.note)}</b></p>" if state.note else ''}
 <p>{n['points']} failure points; depth-1 space (points x applicable faults) {n['space_depth1']},
 of which {n['depth1']} ran ({n['coverage_depth1'] * 100:.1f}%); {n['depth2']} depth-2 schedules;
 {n['schedules']} runs in all in {n['elapsed_s']:.0f}s: <b>{n['per_hour']:.0f} schedules/hour</b>.

@@ -1,14 +1,13 @@
 """What the CLI and the runner call: verify runs, build a run's report, build a suite
 summary. One SparkSession per process (session.get_spark) serves every call.
 
-    verify_runs(run_dirs, master=None) -> [verdict dict]      (writes verdict.json)
+    verify_runs(run_dirs, master=None) -> [Verdict]           (writes verdict.json)
     build_run_report(run_dir) -> path of report.html           (+ plots/*.png)
     build_suite_report(run_dirs, out_dir) -> path of index.html (+ checks.parquet)
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -21,13 +20,14 @@ from .metrics import compute_metrics
 from .observable import apply_skips, run_info
 from .session import (SMALL_INPUT_BYTES, get_spark, is_local, session_conf, small_queries,
                       spark_log_path)
+from .verdict import VERDICT_FILE, CheckResult, Verdict
 
 log = logging.getLogger(__name__)
 
-VERDICT = "verdict.json"
+VERDICT = VERDICT_FILE
 
 
-def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[dict]:
+def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[Verdict]:
     """Verdicts for runs already loaded (every check, the expect block, metrics)."""
     t0 = time.perf_counter()
     side_s: list[float] = []
@@ -64,21 +64,18 @@ def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[dict]:
         if m.get("malformed_lines"):
             log.warning("run %s: %d malformed log lines (see report.html)", rid,
                         m["malformed_lines"])
-        verdicts.append({
-            "scenario": info.name,
-            "run_id": rid,
-            "system": system,
-            "system_version": release,
-            "passed": bool(passed),
-            "checks": [c.as_dict() for c in checks],
-            "exercised": exercised(checks),
-            "expect": items,
-            "metrics": m,
-        })
+        verdicts.append(Verdict(
+            scenario=info.name, run_id=rid, system=system, system_version=release,
+            passed=bool(passed),
+            checks=[CheckResult(c.id, c.status, c.evidence, c.reason, c.unobserved_status)
+                    for c in checks],
+            exercised=exercised(checks),
+            expect=items,
+            metrics=m, run_dir=info.run_dir))
     return verdicts
 
 
-def verify_runs(run_dirs: list[str], master: str | None = None) -> list[dict]:
+def verify_runs(run_dirs: list[str], master: str | None = None) -> list[Verdict]:
     """Check every run folder, write `verdict.json` in each, return the verdicts (in the
     order of `run_dirs`). A JVM started here writes its output to spark_log_path(run_dirs)
     (docs/scenarios.md, "Spark's own output")."""
@@ -99,32 +96,24 @@ def verify_runs(run_dirs: list[str], master: str | None = None) -> list[dict]:
             verdicts = verify_loaded(runs)
         finally:
             runs.close()
-    by_id = {v["run_id"]: v for v in verdicts}
+    by_id = {v.run_id: v for v in verdicts}
     out = []
     for d in run_dirs:
         rid = os.path.basename(os.path.abspath(d).rstrip("/"))
         v = by_id[rid]
+        v.run_dir = d
         write_verdict(d, v)
         out.append(v)
     return out
 
 
-def write_verdict(run_dir: str, verdict: dict) -> str:
-    path = os.path.join(run_dir, VERDICT)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(verdict, f, indent=2, sort_keys=False, default=str)
-        f.write("\n")
-    os.replace(tmp, path)
-    return path
+def write_verdict(run_dir: str, verdict: Verdict) -> str:
+    # evidence may hold values JSON has no type for (a timestamp): written as text
+    return verdict.write(run_dir, indent=2, default=str)
 
 
-def read_verdict(run_dir: str) -> dict | None:
-    path = os.path.join(run_dir, VERDICT)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+def read_verdict(run_dir: str) -> Verdict | None:
+    return Verdict.read(run_dir)
 
 
 def build_run_report(run_dir: str) -> str:
@@ -152,7 +141,7 @@ def build_suite_report(run_dirs: list[str], out_dir: str, rewrite_runs: bool = F
             if rewrite_runs or not os.path.exists(os.path.join(d, "report.html")):
                 write_run_report(d, v)
             verdicts.append(v)
-            dirs[v.get("run_id")] = d
+            dirs[v.run_id] = d
     return write_suite_report(verdicts, out_dir, dirs)
 
 

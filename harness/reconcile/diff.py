@@ -23,6 +23,8 @@ import json
 import os
 from typing import Any
 
+from .verdict import Verdict, VerdictError
+
 SYSTEMS = ("minihdfs", "hadoop")
 COUNTS = ("pipeline_recoveries", "lease_recoveries", "block_recoveries", "replacements")
 LATENCY_KINDS = ("pipeline", "lease", "block")
@@ -93,22 +95,28 @@ def _recovered_pipelines(run_dir: str) -> list[list[str]]:
 def load_result(run_dir: str, system: str | None = None) -> SystemResult:
     """What `run_dir` (a run folder with verdict.json) says; `system` if the verdict
     does not name it (a verdict written before it did: the mini-HDFS)."""
-    verdict = _read_json(os.path.join(run_dir, "verdict.json")) or {}
-    res = SystemResult(system=verdict.get("system") or system or "minihdfs",
-                       version=verdict.get("system_version"),
-                       run_id=verdict.get("run_id") or os.path.basename(run_dir.rstrip("/")),
+    data = _read_json(os.path.join(run_dir, "verdict.json")) or {}
+    try:
+        verdict = Verdict.from_json(data) if data else None
+    except VerdictError as e:   # not a verdict: the side says so, as it does of none
+        verdict, broken = None, f"verdict.json: {e}"
+    else:
+        broken = "no verdict.json"
+    res = SystemResult(system=(verdict and verdict.system) or system or "minihdfs",
+                       version=verdict.system_version if verdict else None,
+                       run_id=(verdict and verdict.run_id) or os.path.basename(run_dir.rstrip("/")),
                        run_dir=run_dir)
-    if not verdict:
-        res.error = "no verdict.json"
+    if verdict is None:
+        res.error = broken
         return res
-    res.passed = bool(verdict.get("passed"))
-    res.run_status = verdict.get("run_status")
-    res.error = verdict.get("error") or ("; ".join(verdict.get("run_errors") or []) or None)
-    for c in verdict.get("checks") or []:
-        res.checks[c["id"]] = c.get("status")
-        if c.get("reason"):
-            res.reasons[c["id"]] = c["reason"]
-    metrics = verdict.get("metrics") or {}
+    res.passed = bool(verdict.passed)
+    res.run_status = verdict.run_status
+    res.error = verdict.error or ("; ".join(verdict.run_errors or []) or None)
+    for c in verdict.checks:
+        res.checks[c.id] = c.status
+        if c.reason:
+            res.reasons[c.id] = c.reason
+    metrics = verdict.metrics or {}
     res.counts = {k: metrics.get(k) for k in COUNTS}
     lat = metrics.get("recovery_latencies_s") or {}
     res.latencies = {k: [float(x) for x in lat.get(k) or []] for k in LATENCY_KINDS}

@@ -29,6 +29,7 @@ from hdfs_contract.config import ConfigError, parse_duration, parse_size
 from . import evidence
 from .checks import CHECK_IDS, CheckResult
 from .load import RunSet
+from .verdict import ExpectItem
 
 RECOVERY_METRICS = {"pipeline": "pipeline_recoveries", "block": "block_recoveries",
                     "lease": "lease_recoveries", "replacements": "replacements"}
@@ -181,7 +182,7 @@ def exercised(checks: list[CheckResult]) -> list[str]:
 
 
 def evaluate_expect(expect: dict, checks: list[CheckResult], metrics: dict,
-                    facts: RunFacts) -> tuple[bool, list[dict]]:
+                    facts: RunFacts) -> tuple[bool, list[ExpectItem]]:
     """(passed, expect items) for one run: every check but the must-fail ones passed or
     skipped, each check the scenario lists was exercised (a skip of a listed check fails
     the verdict: a pass that proved nothing must not look like one), every must_fail
@@ -244,7 +245,8 @@ def evaluate_expect(expect: dict, checks: list[CheckResult], metrics: dict,
         items.append({"what": f"workload {op_id} {want} (got {got or 'no client.op.end'})",
                       "status": "pass" if got == str(want) else "fail"})
     passed = checks_ok and all(i["status"] in ("pass", "not_observable") for i in items)
-    return passed, items
+    # built as verdict.json's objects (a file's story is attached to some); typed here
+    return passed, [ExpectItem.from_json(i) for i in items]
 
 
 def _attach(item: dict, found: list[dict]) -> dict:

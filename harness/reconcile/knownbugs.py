@@ -10,7 +10,7 @@ release (or the mini-HDFS) passed. A run that failed on an affected release for 
 reason only, a run that passed there, and any failed run on a fixed release make the
 cell not as declared, and its `why` says which.
 
-`cells()` is a pure function of the verdicts (verdict.json as dicts); `format_matrix()`
+`cells()` is a pure function of the verdicts (verdict.Verdict); `format_matrix()`
 the terminal's table; `write_matrix()` known-bugs.html and known-bugs.parquet.
 """
 
@@ -19,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from typing import Any, Iterable, Sequence
+
+from .verdict import CheckResult, Verdict
 
 MINIHDFS = "minihdfs"
 # what a check's status or an expectation's status must be to count as a failure
@@ -94,32 +96,33 @@ def expected_of(bug: Any, release: str) -> str:
     raise ValueError(f"{bug.jira} names no release {release}")
 
 
-def failures(verdict: dict) -> list[Failure]:
-    """Why a run failed, from its verdict.json: each failed (or broken) check with its
+def failures(verdict: Verdict) -> list[Failure]:
+    """Why a run failed, from its verdict: each failed (or broken) check with its
     evidence, each unmet expectation with the events behind it, the run's own error."""
     from .evidence import brief
     out = []
-    for c in verdict.get("checks") or []:
-        if c.get("status") in FAILED_CHECK:
-            out.append(Failure("check", str(c.get("id")), _check_evidence(c),
-                               broken=c.get("status") == "error"))
-    for e in verdict.get("expect") or []:
-        if e.get("status") not in MET_EXPECTATION:
-            out.append(Failure("expect", str(e.get("what")), brief(e, width=EVIDENCE_WIDTH)))
-    if verdict.get("error"):
-        out.append(Failure("run", f"error: {verdict['error']}"))
-    if verdict.get("run_status") not in (None, "completed"):
-        out.append(Failure("run", f"run {verdict['run_status']}: "
-                                  + "; ".join(verdict.get("run_errors") or [])))
+    for c in verdict.checks:
+        if c.status in FAILED_CHECK:
+            out.append(Failure("check", str(c.id), _check_evidence(c),
+                               broken=c.status == "error"))
+    for e in verdict.expect:
+        if e.status not in MET_EXPECTATION:
+            out.append(Failure("expect", str(e.what),
+                               brief(e.to_json(), width=EVIDENCE_WIDTH)))
+    if verdict.error:
+        out.append(Failure("run", f"error: {verdict.error}"))
+    if verdict.run_status not in (None, "completed"):
+        out.append(Failure("run", f"run {verdict.run_status}: "
+                                  + "; ".join(verdict.run_errors or [])))
     return out
 
 
-def _check_evidence(check: dict) -> str:
+def _check_evidence(check: CheckResult) -> str:
     """A failed check's evidence in a line: its reason, else its first rows (the `why`
     a row gives, else its fields), and how many more rows there are."""
-    if check.get("reason"):
-        return _cut(str(check["reason"]))
-    rows = check.get("evidence") or []
+    if check.reason:
+        return _cut(str(check.reason))
+    rows = check.evidence or []
     if isinstance(rows, str):
         return _cut(rows)
     parts = []
@@ -152,7 +155,7 @@ def symptoms_in(found: Iterable[Failure], symptom: Sequence[str]) -> list[str]:
     return out
 
 
-def cell(bug: Any, release: str, verdicts: Sequence[dict], not_run: str | None = None) -> Cell:
+def cell(bug: Any, release: str, verdicts: Sequence[Verdict], not_run: str | None = None) -> Cell:
     """The cell of `bug` (a scenario's KnownBug) on `release` from the verdicts of its runs
     there (none when it did not run: `not_run` says why)."""
     c = Cell(jira=bug.jira, bug=bug.bug, release=release, expected=expected_of(bug, release),
@@ -160,9 +163,9 @@ def cell(bug: Any, release: str, verdicts: Sequence[dict], not_run: str | None =
              runs=len(verdicts), not_run=not_run)
     seen: set[str] = set()
     for v in verdicts:
-        if v.get("run_dir"):
-            c.run_dirs.append(str(v["run_dir"]))
-        if v.get("passed"):
+        if v.run_dir:
+            c.run_dirs.append(str(v.run_dir))
+        if v.passed:
             continue
         c.failed += 1
         found = _failures_of(v)
@@ -183,7 +186,7 @@ def cell(bug: Any, release: str, verdicts: Sequence[dict], not_run: str | None =
     return c
 
 
-def _failures_of(verdict: dict) -> list[Failure]:
+def _failures_of(verdict: Verdict) -> list[Failure]:
     found = failures(verdict)
     if not found:   # a verdict that did not pass names no reason: say so rather than nothing
         found = [Failure("run", "failed, naming no check or expectation")]

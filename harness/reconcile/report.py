@@ -37,6 +37,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from .templating import check_title, exercised, render  # noqa: E402
+from .verdict import Verdict  # noqa: E402
 
 WHY_ROWS = 10   # evidence rows of a failed check shown in "Why it failed"
 
@@ -323,7 +324,7 @@ def plot_recovery_lengths(events, path: str, max_syncs: int = 8) -> None:
     plt.close(fig)
 
 
-def write_run_report(run_dir: str, verdict: dict) -> str:
+def write_run_report(run_dir: str, verdict: Verdict) -> str:
     """Draw the plots and write report.html in `run_dir`; returns its path."""
     plots = os.path.join(run_dir, "plots")
     os.makedirs(plots, exist_ok=True)
@@ -338,17 +339,17 @@ def write_run_report(run_dir: str, verdict: dict) -> str:
     return out
 
 
-def render_run_html(verdict: dict, run_dir: str) -> str:
+def render_run_html(verdict: Verdict, run_dir: str) -> str:
     """report.html's text (templates/report.html.j2) for `verdict` of the run in
     `run_dir` (whose logs give the sample of malformed lines)."""
     done = set(exercised(verdict))
-    checks = [{"id": c.get("id"), "title": check_title(c.get("id")), "status": c.get("status"),
-               "exercised": c.get("id") in done, "violations": c.get("violations"),
-               "reason": c.get("reason"),
+    checks = [{"id": c.id, "title": check_title(c.id), "status": c.status,
+               "exercised": c.id in done, "violations": c.extra.get("violations"),
+               "reason": c.reason,
                "evidence": [{"why": e.get("why", ""),
                              "rest": {k: v for k, v in e.items() if k != "why"}}
-                            for e in c.get("evidence") or []]}
-              for c in verdict.get("checks", [])]
+                            for e in c.evidence or []]}
+              for c in verdict.checks]
     summary = {
         "exercised": [c["id"] for c in checks if c["exercised"]]
         + sorted(done - {c["id"] for c in checks}),
@@ -356,27 +357,26 @@ def render_run_html(verdict: dict, run_dir: str) -> str:
         "failed": [c["id"] for c in checks if c["status"] == "fail"],
         "errors": [c["id"] for c in checks if c["status"] == "error"],
     }
-    m = verdict.get("metrics") or {}
+    m = verdict.metrics or {}
     bad = _malformed_sample(run_dir) if m.get("malformed_lines") else []
     return render("report.html.j2", verdict=verdict, checks=checks, summary=summary,
-                  expect=verdict.get("expect") or [], metrics=m,
+                  expect=[e.to_json() for e in verdict.expect], metrics=m,
                   malformed={"count": m.get("malformed_lines", len(bad)), "lines": bad},
                   why=why_it_failed(verdict, checks), run=run_summary(run_dir, verdict))
 
 
-def why_it_failed(verdict: dict, checks: list[dict]) -> list[dict]:
+def why_it_failed(verdict: Verdict, checks: list[dict]) -> list[dict]:
     """The reasons of a failed run, most direct first: the run's own errors, each failed
     or broken check with its evidence rows, each unmet expectation with its evidence
     items. Each reason: {kind, title, detail, rows: [{why, rest}], more}."""
-    if verdict.get("passed"):
+    if verdict.passed:
         return []
     out = []
-    if verdict.get("error"):
-        out.append({"kind": "run", "title": verdict["error"], "detail": "", "rows": [], "more": 0})
-    if verdict.get("run_status") and verdict.get("run_status") != "completed" \
-            or verdict.get("run_errors"):
-        out.append({"kind": "run", "title": f"run {verdict.get('run_status') or 'errors'}",
-                    "detail": "; ".join(verdict.get("run_errors") or []), "rows": [], "more": 0})
+    if verdict.error:
+        out.append({"kind": "run", "title": verdict.error, "detail": "", "rows": [], "more": 0})
+    if verdict.run_status and verdict.run_status != "completed" or verdict.run_errors:
+        out.append({"kind": "run", "title": f"run {verdict.run_status or 'errors'}",
+                    "detail": "; ".join(verdict.run_errors or []), "rows": [], "more": 0})
     for c in checks:
         if c["status"] not in ("fail", "error"):
             continue
@@ -384,19 +384,19 @@ def why_it_failed(verdict: dict, checks: list[dict]) -> list[dict]:
         total = max(c.get("violations") or 0, len(c["evidence"]))
         out.append({"kind": "check", "title": f"{c['id']} {c['status']}: {c['title']}",
                     "detail": c.get("reason") or "", "rows": rows, "more": total - len(rows)})
-    for i in verdict.get("expect") or []:
-        if i.get("status") not in ("fail", "error"):
+    for i in verdict.expect:
+        if i.status not in ("fail", "error"):
             continue
         # an evidence item's sentence says what its fields hold
         rows = [{"why": e.get("what") or e.get("brief") or "", "rest": {}}
-                for e in i.get("evidence") or []]
-        out.append({"kind": "expect", "title": f"expected {i.get('what')}",
-                    "detail": "" if rows or "evidence" not in i else "no events behind it",
-                    "rows": rows, "more": int(i.get("evidence_more") or 0)})
+                for e in i.evidence or []]
+        out.append({"kind": "expect", "title": f"expected {i.what}",
+                    "detail": "" if rows or i.evidence is None else "no events behind it",
+                    "rows": rows, "more": int(i.evidence_more or 0)})
     return out
 
 
-def run_summary(run_dir: str, verdict: dict) -> dict:
+def run_summary(run_dir: str, verdict: Verdict) -> dict:
     """What it takes to run the scenario again, and where everything of the run is:
     {description, seed, system, release, backend, started, duration_s, status, faults,
     command, event_logs, process_logs}, read from scenario.yaml and the harness's log."""
@@ -412,8 +412,8 @@ def run_summary(run_dir: str, verdict: dict) -> dict:
             description = str(doc.get("description") or "").strip()
     except (OSError, UnicodeDecodeError, yaml.YAMLError):   # the report does without it
         pass
-    system = start.get("system") or verdict.get("system") or "minihdfs"
-    release = start.get("system_version") or verdict.get("system_version")
+    system = start.get("system") or verdict.system or "minihdfs"
+    release = start.get("system_version") or verdict.system_version
     seed = start.get("seed")
     backend = start.get("backend") or "local"
     scenario_file = os.path.join(os.path.abspath(run_dir), "scenario.yaml")

@@ -23,25 +23,26 @@ import pandas as pd  # noqa: E402
 
 from .checks import CHECK_IDS  # noqa: E402
 from .templating import exercised, render  # noqa: E402
+from .verdict import Verdict  # noqa: E402
 
 KINDS = ("pipeline", "lease", "block")
 
 
-def checks_table(verdicts: list[dict]) -> pd.DataFrame:
+def checks_table(verdicts: list[Verdict]) -> pd.DataFrame:
     rows = []
     for v in verdicts:
         done = set(exercised(v))
-        for c in v.get("checks", []):
-            rows.append({"run_id": v.get("run_id"), "scenario": v.get("scenario"),
-                         "passed": bool(v.get("passed")), "check": c.get("id"),
-                         "status": c.get("status"), "exercised": c.get("id") in done,
-                         "evidence_rows": len(c.get("evidence") or []),
-                         "reason": c.get("reason")})
+        for c in v.checks:
+            rows.append({"run_id": v.run_id, "scenario": v.scenario,
+                         "passed": bool(v.passed), "check": c.id,
+                         "status": c.status, "exercised": c.id in done,
+                         "evidence_rows": len(c.evidence or []),
+                         "reason": c.reason})
     return pd.DataFrame(rows, columns=["run_id", "scenario", "passed", "check", "status",
                                        "exercised", "evidence_rows", "reason"])
 
 
-def write_suite_report(verdicts: list[dict], out_dir: str, run_dirs: dict | None = None) -> str:
+def write_suite_report(verdicts: list[Verdict], out_dir: str, run_dirs: dict | None = None) -> str:
     """Write index.html, checks.parquet and plots/ in `out_dir`; returns index.html."""
     os.makedirs(os.path.join(out_dir, "plots"), exist_ok=True)
     table = checks_table(verdicts)
@@ -53,11 +54,11 @@ def write_suite_report(verdicts: list[dict], out_dir: str, run_dirs: dict | None
     return path
 
 
-def _latency_plot(verdicts: list[dict], kind: str, out_dir: str) -> str | None:
+def _latency_plot(verdicts: list[Verdict], kind: str, out_dir: str) -> str | None:
     by_scenario: dict[str, list[float]] = defaultdict(list)
     for v in verdicts:
-        lat = ((v.get("metrics") or {}).get("recovery_latencies_s") or {}).get(kind) or []
-        by_scenario[v.get("scenario") or "?"].extend(float(x) for x in lat)
+        lat = ((v.metrics or {}).get("recovery_latencies_s") or {}).get(kind) or []
+        by_scenario[v.scenario or "?"].extend(float(x) for x in lat)
     by_scenario = {k: vs for k, vs in by_scenario.items() if vs}
     if not by_scenario:
         return None
@@ -107,9 +108,9 @@ def _render(verdicts, table: pd.DataFrame, plots, out_dir, run_dirs) -> str:
     done = {id(v): exercised(v) for v in verdicts}
     scenarios = []
     # every scenario of the verdicts: a run without checks (interrupted) still counts
-    for scenario in dict.fromkeys(v.get("scenario") for v in verdicts):
+    for scenario in dict.fromkeys(v.scenario for v in verdicts):
         group = table.loc[table["scenario"] == scenario]
-        own = [v for v in verdicts if v.get("scenario") == scenario]
+        own = [v for v in verdicts if v.scenario == scenario]
         runs = len(own)
         cells = []
         for c in check_ids:
@@ -127,29 +128,27 @@ def _render(verdicts, table: pd.DataFrame, plots, out_dir, run_dirs) -> str:
                 counts[c] += 1
         scenarios.append({
             "name": str(scenario), "runs": runs, "cells": cells,
-            "passed": sum(1 for v in own if v.get("passed")),
+            "passed": sum(1 for v in own if v.passed),
             "exercised": [{"id": c, "runs": counts[c]}
                           for c in sorted(counts, key=lambda c: order.get(c, len(order)))]})
     # failures first (the rows a reader came for), then by name
     scenarios.sort(key=lambda s: (s["passed"] == s["runs"], s["name"]))
     rows = []
     for v in verdicts:
-        rid = v.get("run_id")
+        rid = v.run_id
         rdir = run_dirs.get(rid)
         link = None
         if rdir and os.path.exists(os.path.join(rdir, "report.html")):
             link = os.path.relpath(os.path.join(rdir, "report.html"), out_dir)
-        rows.append({"run_id": str(rid), "link": link, "scenario": str(v.get("scenario")),
-                     "passed": bool(v.get("passed")), "exercised": done[id(v)],
-                     "checks": len(v.get("checks", [])),
-                     "failed": [c["id"] for c in v.get("checks", [])
-                                if c.get("status") in ("fail", "error")],
-                     "unmet": [str(e.get("what")) for e in v.get("expect") or []
-                               if isinstance(e, dict) and e.get("status") == "fail"],
-                     "error": v.get("error")})
+        rows.append({"run_id": str(rid), "link": link, "scenario": str(v.scenario),
+                     "passed": bool(v.passed), "exercised": done[id(v)],
+                     "checks": len(v.checks),
+                     "failed": [c.id for c in v.checks if c.status in ("fail", "error")],
+                     "unmet": [str(e.what) for e in v.unmet],
+                     "error": v.error})
     rows.sort(key=lambda r: r["passed"])   # failed runs first, else in the order given
     reasons = [{"check": c, "reason": r, "scenarios": sorted({str(x) for x in g["scenario"]})}
                for (c, r), g in table.dropna(subset=["reason"]).groupby(["check", "reason"])]
     return render("index.html.j2", runs_total=len(verdicts), reasons=reasons,
-                  runs_passed=sum(1 for v in verdicts if v.get("passed")),
+                  runs_passed=sum(1 for v in verdicts if v.passed),
                   check_ids=check_ids, scenarios=scenarios, plots=plots, runs=rows)

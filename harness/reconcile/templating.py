@@ -38,14 +38,10 @@ def _json(value, indent: int | None = None) -> str:
     return json.dumps(value, indent=indent, default=str)
 
 
-def exercised(verdict: dict) -> list[str]:
+def exercised(verdict: "Verdict") -> list[str]:
     """The ids of the checks this run exercised: the verdict's own `exercised` list, or,
     in a verdict written before it had one, the checks that passed or failed."""
-    listed = verdict.get("exercised")
-    if isinstance(listed, list):
-        return [str(c) for c in listed]
-    return [c.get("id") for c in verdict.get("checks", [])
-            if c.get("status") in EXERCISED_STATUSES]
+    return [str(c) for c in verdict.exercised_ids()]
 
 
 def check_title(check_id: str) -> str:

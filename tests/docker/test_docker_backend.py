@@ -92,7 +92,7 @@ def leftovers(client, run_id: str) -> list[str]:
 
 def run(scenario, tmp_path) -> tuple[dict, str]:
     verdict = run_scenario(scenario, backend="docker", results_dir=str(tmp_path / "results"))
-    return verdict, verdict["run_dir"]
+    return verdict, verdict.run_dir
 
 
 def events_of(run_dir: str, node: str, name: str | None = None, **where) -> list[dict]:
@@ -101,10 +101,10 @@ def events_of(run_dir: str, node: str, name: str | None = None, **where) -> list
             and all(e.get(k) == v for k, v in where.items())]
 
 
-def assert_ran_in_containers(verdict: dict, run_dir: str, datanodes: int = 3) -> None:
+def assert_ran_in_containers(verdict, run_dir: str, datanodes: int = 3) -> None:
     """Every node logged to results/<run-id>/events, on the harness's clock, and the run
     itself completed (the verifier may be unavailable; `passed` is not looked at)."""
-    assert verdict.get("run_status", "completed") == "completed", verdict.get("run_errors")
+    assert (verdict.run_status or "completed") == "completed", verdict.run_errors
     nodes = ["harness", "nn", "c1"] + [f"dn{i}" for i in range(1, datanodes + 1)]
     assert sorted(os.listdir(os.path.join(run_dir, "events"))) == sorted(f"{n}.jsonl" for n in nodes)
     start = events_of(run_dir, "harness", "harness.run.start")[0]
@@ -147,14 +147,14 @@ def test_client_crash_after_hflush_runs_in_containers_and_leaves_nothing(engine,
                                                                         tmp_path):
     verdict, run_dir = run(os.path.join(ROOT, "scenarios", "client-crash-after-hflush.yaml"),
                            tmp_path)
-    assert "verifier" in verdict.get("error", "verifier")   # verdict present, whatever it says
+    assert "verifier" in (verdict.error or "verifier")   # verdict present, whatever it says
     assert_ran_in_containers(verdict, run_dir)
     hflushed = max(e["offset"] for e in events_of(run_dir, "c1", "client.hflush"))
     entry = assert_closed_and_agreeing(run_dir, min_len=hflushed)
     assert events_of(run_dir, "harness", "harness.node.kill", target="c1")
     assert events_of(run_dir, "nn", "nn.lease.recover") or events_of(run_dir, "nn", "nn.recovery.start")
     assert entry["len"] >= 2 * 512 * 1024   # the two hflushes of 512 KiB survived
-    assert leftovers(engine, verdict["run_id"]) == []
+    assert leftovers(engine, verdict.run_id) == []
 
 
 def test_datanode_kill_and_restart_keeps_its_volume(engine, no_verifier, tmp_path):
@@ -182,7 +182,7 @@ def test_datanode_kill_and_restart_keeps_its_volume(engine, no_verifier, tmp_pat
     assert starts[1]["replicas"] >= 1
     inject = events_of(run_dir, "harness", "harness.fault.inject", fault="kill-dn2")[0]
     assert events_of(run_dir, "c1", "client.pipeline.error", bad_node="dn2")[0]["ts"] > inject["ts"]
-    assert leftovers(engine, verdict["run_id"]) == []
+    assert leftovers(engine, verdict.run_id) == []
 
 
 def test_disconnect_and_pause_faults_take_effect(engine, no_verifier, tmp_path):
@@ -231,7 +231,7 @@ def test_disconnect_and_pause_faults_take_effect(engine, no_verifier, tmp_path):
             if frozen_from < e["ts"] <= frozen_to + 1.0]
     assert [e for e in events_of(run_dir, "c1", "client.pipeline.error", bad_node="dn3")
             if frozen_from < e["ts"] <= frozen_to + 1.0]
-    assert leftovers(engine, verdict["run_id"]) == []
+    assert leftovers(engine, verdict.run_id) == []
 
 
 # --- node faults through the Docker API, one by one -----------------------------------------

@@ -118,6 +118,6 @@ def test_a_run_without_an_engine_reports_that_line(monkeypatch, tmp_path):
     scenario = load_scenario_text("name: no-engine\nworkload:\n"
                                   "  - {id: w1, client: c1, op: write, path: /f, size: 1KiB}\n")
     verdict = run_scenario(scenario, backend="docker", results_dir=str(tmp_path))
-    assert verdict["passed"] is False and verdict["run_status"] == "error"
+    assert verdict.passed is False and verdict.run_status == "error"
     assert any("no Docker engine answers at unix:///nonexistent/docker.sock" in e
-               for e in verdict["run_errors"]), verdict["run_errors"]
+               for e in verdict.run_errors), verdict.run_errors

@@ -27,10 +27,11 @@ def _span(run_dir: str) -> tuple[float, float]:
             next(e["ts"] for e in events if e["event"] == "harness.run.end"))
 
 
-def _no_verifier(outcomes, progress=None) -> list[dict]:
-    return [{"scenario": o.scenario, "run_id": o.run_id, "run_dir": o.run_dir,
-             "passed": o.status == "completed" and not o.errors, "run_status": o.status,
-             "run_errors": o.errors, "checks": [], "expect": []} for o in outcomes]
+def _no_verifier(outcomes, progress=None) -> list:
+    from harness.reconcile.verdict import Verdict
+    return [Verdict(scenario=o.scenario, run_id=o.run_id, run_dir=o.run_dir,
+                    passed=o.status == "completed" and not o.errors, run_status=o.status,
+                    run_errors=o.errors) for o in outcomes]
 
 
 def test_two_scenarios_with_two_workers_on_docker(engine, tmp_path, capfd):  # noqa: F811
@@ -40,12 +41,12 @@ def test_two_scenarios_with_two_workers_on_docker(engine, tmp_path, capfd):  # n
                                      progress=lambda line: None, verify=_no_verifier)
     err = capfd.readouterr().err
     assert not_run == 0
-    assert [v["scenario"] for v in verdicts] == NAMES
+    assert [v.scenario for v in verdicts] == NAMES
     for verdict in verdicts:
-        assert verdict["passed"], (verdict["run_status"], verdict["run_errors"], err[-3000:])
-        assert_ran_in_containers(verdict, verdict["run_dir"], datanodes=4)
+        assert verdict.passed, (verdict.run_status, verdict.run_errors, err[-3000:])
+        assert_ran_in_containers(verdict, verdict.run_dir, datanodes=4)
     # they ran at once
-    (start1, end1), (start2, end2) = (_span(v["run_dir"]) for v in verdicts)
+    (start1, end1), (start2, end2) = (_span(v.run_dir) for v in verdicts)
     assert max(start1, start2) < min(end1, end2), "the runs did not overlap"
     # each on a network (and subnet) of its own: "NAME: network PREFIX on SUBNET; ..."
     found = re.findall(r"^([\w-]+): network (\S+) on (\S+);", err, re.M)
@@ -54,4 +55,4 @@ def test_two_scenarios_with_two_workers_on_docker(engine, tmp_path, capfd):  # n
     assert len({name for name, _ in networks.values()}) == 2
     assert len({subnet for _, subnet in networks.values()}) == 2
     for verdict in verdicts:
-        assert leftovers(engine, verdict["run_id"]) == []
+        assert leftovers(engine, verdict.run_id) == []

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from harness.runner import run_scenario
+from harness.runner import run_unverified
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -37,7 +37,7 @@ def real_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("broken-results")
     path = base / "s.yaml"
     path.write_text(SCENARIO)
-    outcome = run_scenario(str(path), results_dir=str(base / "results"), verify=False)
+    outcome = run_unverified(str(path), results_dir=str(base / "results"))
     assert outcome.status == "completed", outcome.errors
     with open(os.path.join(outcome.run_dir, "verdict.json"), "w") as f:
         json.dump({"scenario": "broken-results-source", "run_id": outcome.run_id,

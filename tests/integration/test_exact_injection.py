@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from harness.runner import run_scenario
+from harness.runner import run_unverified
 from harness.scenario import load_scenario_text
 
 pytestmark = pytest.mark.integration
@@ -66,8 +66,7 @@ def _after_setup_until_restart(run_dir: str) -> tuple[dict, list[str]]:
 
 def _run(tmp_path, exact: bool):
     text = SCENARIO.replace("WHEN", "exact: true" if exact else "delay: 500ms")
-    outcome = run_scenario(load_scenario_text(text, "inline.yaml"), results_dir=str(tmp_path),
-                           verify=False)
+    outcome = run_unverified(load_scenario_text(text, "inline.yaml"), results_dir=str(tmp_path))
     assert outcome.status == "completed", outcome.errors
     return outcome.run_dir
 

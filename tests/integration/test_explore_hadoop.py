@@ -40,13 +40,13 @@ def test_explore_on_hadoop_runs_and_verifies_schedules_with_event_triggers(tmp_p
                     system="hadoop", hadoop_version=VERSION, say=said.append)
     note = f"hadoop {VERSION}: no exact injection; faults fire on the adapted log event"
     assert sum(note in m for m in said) == 1                      # said once
-    assert state["system"] == f"hadoop {VERSION}" and state["exact"] is False
-    assert state["base_run"]["outcome"] == "pass", state["base_run"]
-    base_events = read_run_events(state["base_run"]["run_dir"])
+    assert state.system == f"hadoop {VERSION}" and state.exact is False
+    assert state.base_run["outcome"] == "pass", state.base_run
+    base_events = read_run_events(state.base_run["run_dir"])
     assert any(e.get("source") == "hadoop-log" for e in base_events)   # adapted, not mini-HDFS
-    kinds = {p["event"] for p in state["points"]}
+    kinds = {p["event"] for p in state.points}
     assert {"nn.block.allocate", "dn.pipeline.receive", "client.hflush"} <= kinds, kinds
-    results = [r for r in state["results"].values() if not r.get("shrink")]
+    results = [r for r in state.results.values() if not r.get("shrink")]
     assert len(results) == 2
     landed = 0
     for r in results:

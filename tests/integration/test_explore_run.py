@@ -25,9 +25,9 @@ BASE = os.path.join(ROOT, "explore-bases", "write-3-blocks.yaml")
 def test_explore_runs_schedules_at_recorded_points_and_resumes(tmp_path):
     out = str(tmp_path / "explore")
     state = explore(BASE, out, budget=3600, depth=1, workers=2, max_schedules=2)
-    assert state["base_run"]["outcome"] == "pass"
-    assert len(state["points"]) > 10 and state["space"] > len(state["points"])
-    results = list(state["results"].values())
+    assert state.base_run["outcome"] == "pass"
+    assert len(state.points) > 10 and state.space > len(state.points)
+    results = list(state.results.values())
     assert len(results) == 2
     for r in results:
         assert r["outcome"] in ("pass", "fail", "hung", "unreached"), r
@@ -42,8 +42,8 @@ def test_explore_runs_schedules_at_recorded_points_and_resumes(tmp_path):
     # the two highest-priority schedules have different signatures (novelty first)
     assert len({r["signature"] for r in results}) == 2
     summary = yaml.safe_load(open(os.path.join(out, "summary.json")))
-    assert summary["schedules"] == 2 and summary["space_depth1"] == state["space"]
+    assert summary["schedules"] == 2 and summary["space_depth1"] == state.space
     assert os.path.exists(os.path.join(out, "index.html"))
     # --resume keeps what was done and goes on with the queue
     again = explore(BASE, out, budget=3600, depth=1, workers=2, resume=True, max_schedules=3)
-    assert set(state["results"]) < set(again["results"]) and len(again["results"]) == 3
+    assert set(state.results) < set(again.results) and len(again.results) == 3

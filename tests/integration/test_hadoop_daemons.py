@@ -114,7 +114,7 @@ def test_a_scenario_runs_on_hadoop_end_to_end(tmp_path):
     the client writes; final_state.json in the mini-HDFS format, read-back intact."""
     if shutil.which("java") is None:
         pytest.skip("no java")
-    from harness.runner import run_scenario
+    from harness.runner import run_unverified
     from hdfs_contract.content import Content
     sc = tmp_path / "hadoop-smoke.yaml"
     sc.write_text("""
@@ -131,7 +131,7 @@ faults:
   - {id: bounce, kind: restart, target: dn3, down: 1s, at: 0s}
   - {id: slow, kind: latency, links: [[c1, dn1]], latency: 20ms, at: 0s}
 """ % VERSION)
-    outcome = run_scenario(str(sc), results_dir=str(tmp_path / "results"), verify=False)
+    outcome = run_unverified(str(sc), results_dir=str(tmp_path / "results"))
     assert outcome.status == "completed", outcome.errors
     assert outcome.errors == []
     doc = json.load(open(os.path.join(outcome.run_dir, "final_state.json")))

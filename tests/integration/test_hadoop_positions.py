@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from harness.runner import run_scenario
+from harness.runner import run_unverified
 from harness.scenario import load_scenario
 from harness.systems.hadoop import fetch
 from tests import hadoop_support as hs
@@ -25,8 +25,7 @@ LIBRARY = os.path.join(ROOT, "scenarios", "dn-crash-middle-in-pipeline.yaml")
 
 def test_c1_pipeline_1_is_the_second_node_of_hadoops_pipeline(tmp_path):
     hs.fetched_or_skip(VERSION)
-    outcome = run_scenario(load_scenario(LIBRARY), results_dir=str(tmp_path), verify=False,
-                           system="hadoop", hadoop_version=VERSION)
+    outcome = run_unverified(load_scenario(LIBRARY), results_dir=str(tmp_path), system="hadoop", hadoop_version=VERSION)
     assert outcome.status == "completed", outcome.errors
     events = _events(outcome.run_dir)
     inject, pipeline = pipeline_at_fault(events, "crash-middle")

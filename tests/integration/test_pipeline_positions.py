@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from harness.runner import run_scenario
+from harness.runner import run_unverified
 from harness.scenario import load_scenario_text
 
 pytestmark = pytest.mark.integration
@@ -46,8 +46,8 @@ def _events(run_dir: str) -> list[dict]:
 def test_the_kill_of_c1_pipeline_1_hits_the_second_node_of_the_live_pipeline(tmp_path):
     text = open(LIBRARY).read().replace("seed: 2\n", f"seed: {SEED}\n")
     assert "target: c1.pipeline[1]" in text
-    outcome = run_scenario(load_scenario_text(text, "positions.yaml"),
-                           results_dir=str(tmp_path), verify=False)
+    outcome = run_unverified(load_scenario_text(text, "positions.yaml"),
+                             results_dir=str(tmp_path))
     assert outcome.status == "completed", outcome.errors
     assert outcome.errors == []
     events = _events(outcome.run_dir)

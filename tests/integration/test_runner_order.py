@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from harness.runner import run_scenario
+from harness.runner import run_unverified
 from harness.scenario import load_scenario_text
 
 pytestmark = pytest.mark.integration
@@ -47,8 +47,8 @@ def test_a_fault_due_at_0s_is_in_place_before_the_clients_start(tmp_path, monkey
         time.sleep(SLOW_S)
         real(self)
     monkeypatch.setattr(network.Bandwidth, "_apply", slow_apply)
-    outcome = run_scenario(load_scenario_text(SCENARIO, "inline.yaml"),
-                           results_dir=str(tmp_path), verify=False)
+    outcome = run_unverified(load_scenario_text(SCENARIO, "inline.yaml"),
+                             results_dir=str(tmp_path))
     assert outcome.status == "completed", outcome.errors
     run_dir = outcome.run_dir
     [inject] = [e for e in _events(run_dir, "harness") if e["event"] == "harness.fault.inject"]

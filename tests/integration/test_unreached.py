@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from harness.runner import run_scenario
+from harness.runner import run_unverified
 from harness.scenario import load_scenario_text
 
 pytestmark = pytest.mark.integration
@@ -31,8 +31,7 @@ SCENARIO = textwrap.dedent("""\
 
 
 def test_a_point_that_cannot_come_ends_the_run_as_unreached(tmp_path):
-    outcome = run_scenario(load_scenario_text(SCENARIO), "local", results_dir=str(tmp_path),
-                           verify=False)
+    outcome = run_unverified(load_scenario_text(SCENARIO), "local", results_dir=str(tmp_path))
     assert outcome.status == "unreached", outcome.errors
     assert any("pending: inject x1" in e for e in outcome.errors), outcome.errors
     with open(os.path.join(outcome.run_dir, "events", "harness.jsonl")) as f:
@@ -45,5 +44,5 @@ def test_a_point_that_cannot_come_ends_the_run_as_unreached(tmp_path):
     # the verdict of such a run fails (I1: the run did not go through)
     from harness.runner import verify_outcomes
     (verdict,) = verify_outcomes([outcome])
-    assert not verdict["passed"]
-    assert verdict["run_status"] == "unreached"
+    assert not verdict.passed
+    assert verdict.run_status == "unreached"

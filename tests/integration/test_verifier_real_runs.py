@@ -76,11 +76,27 @@ def _run(text, tmp_path, mutant):
     """Run the scenario on the unmutated tree (mutant None) or on the named mutant."""
     scenario = load_scenario_text(textwrap.dedent(text), "inline.yaml")
     with mutated_tree(BY_NAME[mutant] if mutant else None):
-        return run_scenario(scenario, results_dir=str(tmp_path))
+        return _valid(run_scenario(scenario, results_dir=str(tmp_path)))
+
+
+def _valid(verdict):
+    """The verdict, after checking that the verdict.json its run wrote validates against
+    the schema and reads back as the verdict returned."""
+    import json
+    import os
+
+    import jsonschema
+
+    from harness.reconcile.verdict import Verdict, schema
+    with open(os.path.join(verdict.run_dir, "verdict.json")) as f:
+        on_disk = json.load(f)
+    jsonschema.Draft202012Validator(schema()).validate(on_disk)
+    assert Verdict.from_json(on_disk) == verdict
+    return verdict
 
 
 def _check(verdict, check_id):
-    return next(c for c in verdict["checks"] if c["id"] == check_id)
+    return next(c.to_json() for c in verdict.checks if c.id == check_id)
 
 
 @pytest.mark.parametrize("mutant,expected", [(None, "pass"), ("sync-length-max", "fail")])
@@ -116,8 +132,8 @@ def test_a_library_scenario_catches_its_mutant(tmp_path, scenario, mutant, check
     from tools.mutants.apply import REPO_ROOT
     loaded = load_scenario(f"{REPO_ROOT}/scenarios/{scenario}.yaml")
     with mutated_tree(None):
-        clean = run_scenario(loaded, results_dir=str(tmp_path / "unmutated"))
+        clean = _valid(run_scenario(loaded, results_dir=str(tmp_path / "unmutated")))
     with mutated_tree(BY_NAME[mutant]):
-        broken = run_scenario(loaded, results_dir=str(tmp_path / "mutant"))
+        broken = _valid(run_scenario(loaded, results_dir=str(tmp_path / "mutant")))
     assert _check(clean, check_id)["status"] == "pass", _check(clean, check_id)
     assert _check(broken, check_id)["status"] == "fail", _check(broken, check_id)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import cli
+from harness.reconcile.verdict import Verdict
 from harness.scenario.schema import schema_text
 
 CORPUS = Path(__file__).resolve().parent.parent / "scenario_corpus"
@@ -20,6 +21,11 @@ EXAMPLE = CORPUS / "valid" / "architecture-example.yaml"
 BROKEN = CORPUS / "unknown-fault-kind.yaml"
 REPO = Path(__file__).resolve().parents[2]
 
+
+
+def V(data: dict, run_dir: str | None = None) -> Verdict:
+    """A verdict as a runner returns it, from its verdict.json form."""
+    return Verdict.from_json(data, run_dir)
 
 def run(capsys, *argv):
     code = cli.main(list(argv))
@@ -146,9 +152,9 @@ def test_run_validates_first_and_exits_2_without_running(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("verdicts, code", [
-    ([{"passed": True}, {"passed": True}], 0),
-    ([{"passed": True}, {"passed": False}], 1),
-    ([types.SimpleNamespace(passed=False)], 1),
+    ([V({"passed": True}), V({"passed": True})], 0),
+    ([V({"passed": True}), V({"passed": False})], 1),
+    ([V({"passed": False})], 1),
     (True, 0), (False, 1), (2, 2),
 ])
 def test_run_exit_code_follows_the_verdicts(capsys, monkeypatch, verdicts, code):
@@ -170,7 +176,7 @@ def test_run_exit_code_follows_the_verdicts(capsys, monkeypatch, verdicts, code)
 def test_run_passes_defaults_and_quiet_means_no_progress(capsys, monkeypatch):
     calls = []
     fake_module(monkeypatch, "harness.runner",
-                run_scenarios=lambda *args: calls.append(args) or [{"passed": True}])
+                run_scenarios=lambda *args: calls.append(args) or [V({"passed": True})])
     assert run(capsys, "run", "--quiet", str(EXAMPLE))[0] == 0
     assert calls == [([str(EXAMPLE)], "local", "results", None, False, None)]
 
@@ -219,9 +225,9 @@ def test_verify_and_report_call_the_reconciler(capsys, monkeypatch, tmp_path):
     calls = []
     fake_module(monkeypatch, "harness.reconcile.api",
                 verify_runs=lambda dirs, master: calls.append(("verify", dirs, master))
-                or [{"passed": True, "scenario": "s1"},
-                    {"passed": False, "scenario": "s2",
-                     "checks": [{"id": "D2", "status": "fail"}]}],
+                or [V({"passed": True, "scenario": "s1"}),
+                    V({"passed": False, "scenario": "s2",
+                       "checks": [{"id": "D2", "status": "fail"}]})],
                 build_suite_report=lambda dirs, out, rewrite_runs: calls.append(
                     ("report", dirs, out, rewrite_runs)) or str(Path(out) / "index.html"))
     code, out, _ = run(capsys, "verify", *map(str, runs), "--spark-master", "spark://m:7077")
@@ -364,7 +370,7 @@ def test_a_scenario_name_from_list_is_accepted_for_its_file(capsys, monkeypatch,
         f"{library / 'other-file.yaml'}: ok (every-feature)"]   # found by its name: field
     calls = []
     fake_module(monkeypatch, "harness.runner",
-                run_scenarios=lambda files, *rest: calls.append(files) or [{"passed": True}])
+                run_scenarios=lambda files, *rest: calls.append(files) or [V({"passed": True})])
     assert run(capsys, "run", "client-crash-after-hflush", "--quiet")[0] == 0
     assert calls == [[str(library / "client-crash-after-hflush.yaml")]]
     code, _, err = run(capsys, "run", "client-crash-after-hflsh")
@@ -414,7 +420,7 @@ def test_run_k_selects_scenarios_by_substring_or_glob(capsys, monkeypatch, tmp_p
     paths = _library(tmp_path, "dn-crash-first", "dn-crash-last", "client-crash")
     calls = []
     fake_module(monkeypatch, "harness.runner",
-                run_scenarios=lambda files, *rest: calls.append(files) or [{"passed": True}])
+                run_scenarios=lambda files, *rest: calls.append(files) or [V({"passed": True})])
     assert run(capsys, "run", str(tmp_path), "-k", "DN-CRASH", "--quiet")[0] == 0
     assert run(capsys, "run", str(tmp_path), "-k", "*-last", "-k", "client*", "--quiet")[0] == 0
     assert calls == [paths[:2], [paths[2], paths[1]]]   # folder order: sorted
@@ -432,7 +438,7 @@ def test_run_fail_fast_stops_after_the_first_failed_scenario(capsys, monkeypatch
 
     def run_scenarios(files, *rest):
         calls.append(files)
-        return [{"scenario": Path(f).stem, "passed": f != paths[1]} for f in files]
+        return [V({"scenario": Path(f).stem, "passed": f != paths[1]}) for f in files]
 
     fake_module(monkeypatch, "harness.runner", run_scenarios=run_scenarios)
     code, _, err = run(capsys, "run", str(tmp_path), "--fail-fast", "--quiet")
@@ -446,14 +452,14 @@ def test_run_fail_fast_stops_after_the_first_failed_scenario(capsys, monkeypatch
 def test_run_json_prints_one_object_per_scenario_and_the_lines_on_stderr(capsys, monkeypatch,
                                                                          tmp_path):
     paths = _library(tmp_path, "good", "bad")
-    verdicts = [
+    verdicts = [V(v) for v in [
         {"scenario": "good", "passed": True, "run_dir": "results/good-1", "checks":
          [{"id": "P1", "status": "pass"}], "expect": [{"what": "/f closed", "status": "pass"}]},
         {"scenario": "bad", "passed": False, "run_dir": "results/bad-1", "checks":
          [{"id": "P1", "status": "fail"}, {"id": "B6", "status": "error"},
           {"id": "L1", "status": "pass"}],
          "expect": [{"what": "/f closed", "status": "fail"}], "run_status": "error",
-         "error": "the verifier failed"}]
+         "error": "the verifier failed"}]]
 
     def run_scenarios(files, *rest):
         print("PASS good (results/good-1)")     # what the real runner prints
@@ -534,7 +540,7 @@ def test_run_repeat_runs_each_scenario_n_times_in_a_row(capsys, monkeypatch, tmp
     calls = []
     fake_module(monkeypatch, "harness.runner",
                 run_scenarios=lambda files, *rest: calls.append(files)
-                or [{"passed": True} for _ in files])
+                or [V({"passed": True}) for _ in files])
     assert run(capsys, "run", str(tmp_path), "--repeat", "3", "--quiet")[0] == 0
     assert calls == [[paths[0]] * 3 + [paths[1]] * 3]
     code, _, err = run(capsys, "run", str(tmp_path), "--repeat", "0")
@@ -597,14 +603,14 @@ def _fake_parallel_runner(monkeypatch, tmp_path, seconds, failing=()):
 
     def fake_verify(outcomes, progress=None):
         record["verified"].append([o.scenario for o in outcomes])
-        return [{"scenario": o.scenario, "run_dir": o.run_dir, "checks": [], "expect": [],
-                 "passed": o.scenario not in failing} for o in outcomes]
+        return [V({"scenario": o.scenario, "checks": [], "expect": [],
+                   "passed": o.scenario not in failing}, o.run_dir) for o in outcomes]
 
     monkeypatch.setattr(runner, "run_file", fake_run)
     monkeypatch.setattr(runner, "verify_outcomes", fake_verify)
     monkeypatch.setattr(runner, "run_pool", lambda workers: cf.ThreadPoolExecutor(workers))
     monkeypatch.setattr(runner, "result_line",
-                        lambda v: f"{'PASS' if v['passed'] else 'FAIL'} {v['scenario']}")
+                        lambda v: f"{'PASS' if v.passed else 'FAIL'} {v.scenario}")
     return record
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from harness import cli
+from harness.reconcile.verdict import Verdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCENARIO = os.path.join(ROOT, "scenarios", "replace-never.yaml")
@@ -17,7 +18,7 @@ def _capture(monkeypatch, passed=True):
 
     def fake(files, backend, results, seed, keep, progress, version):
         calls.append((files, backend, results, seed, version))
-        return [{"passed": passed}]
+        return [Verdict.from_json({"passed": passed})]
     monkeypatch.setattr(harness.diffrun, "run_both", fake)
     return calls
 

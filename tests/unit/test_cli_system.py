@@ -6,6 +6,7 @@ import sys
 import types
 
 from harness import cli
+from harness.reconcile.verdict import Verdict
 
 def run(capsys, *argv):
     code = cli.main(list(argv))
@@ -16,7 +17,7 @@ def run(capsys, *argv):
 def fake_runner(monkeypatch, calls):
     def run_scenarios(files, backend, results_dir, seed, keep, progress, **kw):
         calls.append(kw)
-        return [{"passed": True}]
+        return [Verdict.from_json({"passed": True})]
     module = types.ModuleType("harness.runner")
     module.run_scenarios = run_scenarios
     monkeypatch.setitem(sys.modules, "harness.runner", module)

@@ -85,7 +85,7 @@ def _facts(space, read=True):
 
 def _items(want, facts):
     passed, items = evaluate_expect({"datanodes": want}, [], {}, facts)
-    return passed, [(i["what"], i["status"]) for i in items]
+    return passed, [(i.what, i.status) for i in items]
 
 
 def test_reserved_space_left_on_a_datanode_fails_the_run():

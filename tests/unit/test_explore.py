@@ -15,6 +15,7 @@ from harness.explore.points import FailurePoint, extract_points, run_start_ts
 from harness.explore.schedules import (FaultChoice, Schedule, ScheduleQueue, Step, faults_at,
                                        scenario_doc, to_yaml)
 from harness.scenario import load_scenario_text
+from harness.reconcile.verdict import Verdict
 
 B1, B2 = 1073741825, 1073741826
 
@@ -243,7 +244,8 @@ def test_shrinking_keeps_the_schedule_when_nothing_smaller_fails_and_respects_it
     ({"status": "error", "errors": ["OSError: x"]}, None, ("error", [])),
 ])
 def test_a_run_is_judged_by_its_checks_and_how_it_ended(result, verdict, expected):
-    assert classify(result, verdict) == expected
+    typed = None if verdict is None else Verdict.from_json({"passed": False, **verdict})
+    assert classify(result, typed) == expected
 
 
 def _run_dir(tmp_path, events):
@@ -254,6 +256,7 @@ def _run_dir(tmp_path, events):
     return str(tmp_path)
 
 
+NO_CHECKS = Verdict(scenario="s", passed=False)
 TIMEOUT = {"status": "timeout", "errors": ["the workload did not finish within the scenario "
                                            "timeout (30s); pending: op w2, op w2 unfinished"]}
 
@@ -262,14 +265,14 @@ def test_a_timeout_with_an_operation_stuck_in_a_live_client_is_a_hang(tmp_path):
     run = _run_dir(tmp_path, [ev(1.0, "c1", "client.op.start", op_id="w1"),
                               ev(1.1, "c1", "client.op.end", op_id="w1"),
                               ev(1.2, "c2", "client.op.start", op_id="w2")])
-    assert classify({**TIMEOUT, "run_dir": run}, {"checks": []}) == ("hung", [])
+    assert classify({**TIMEOUT, "run_dir": run}, NO_CHECKS) == ("hung", [])
 
 
 def test_a_timeout_whose_operation_never_started_or_lost_its_client_is_no_hang(tmp_path):
     # w2 waited for an event the fault took away; w1's client was crashed by the fault
     run = _run_dir(tmp_path, [ev(1.0, "c1", "client.op.start", op_id="w1"),
                               ev(1.1, "harness", "harness.node.kill", target="c1")])
-    assert classify({**TIMEOUT, "run_dir": run}, {"checks": []}) == ("unreached", [])
+    assert classify({**TIMEOUT, "run_dir": run}, NO_CHECKS) == ("unreached", [])
 
 
 def test_a_finding_signature_names_outcome_checks_point_kind_and_fault_kind():

@@ -117,7 +117,7 @@ def test_the_explorer_on_hadoop_says_it_has_no_exact_injection(tmp_path):
     assert m.exact is True and m.note is None
     # the summary carries the note
     x._load_or_init()
-    assert x.state["system"] == "hadoop 3.4.2" and x.state["note"] == NOTE
+    assert x.state.system == "hadoop 3.4.2" and x.state.note == NOTE
     page = open(write_summary(x)).read()
     assert NOTE in page and "on hadoop 3.4.2" in page
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 import pytest
 
 from harness.reconcile import knownbugs as kb
+from harness.reconcile.verdict import Verdict
 from harness.scenario.model import KnownBug
+
+V = Verdict.from_json   # a verdict from its verdict.json form
 
 BUG = KnownBug(jira="HDFS-16146", bug="no replacement DataNode in the close stage",
                affects=("3.2.4", "3.3.6"), fixed=("3.4.2",), fixed_in="3.4.0 (PR 3247)",
@@ -16,22 +19,22 @@ OPEN = KnownBug(jira="HDFS-17430", bug="recovery keeps a stale DataNode",
                 affects=("3.4.2",), fixed=(), symptom=("/data/f1 closed",))
 
 
-def passed(run_dir: str = "r") -> dict:
-    return {"passed": True, "run_dir": run_dir,
+def passed(run_dir: str = "r") -> Verdict:
+    return V({"passed": True, "run_dir": run_dir,
             "checks": [{"id": "D2", "status": "pass", "evidence": []}],
-            "expect": [{"what": "/data/f1 closed", "status": "pass"}]}
+            "expect": [{"what": "/data/f1 closed", "status": "pass"}]})
 
 
-def failed(checks=(), unmet=(), run_dir: str = "r", **extra) -> dict:
+def failed(checks=(), unmet=(), run_dir: str = "r", **extra) -> Verdict:
     """A failed verdict: checks `checks` failed (with one evidence row each), expectations
     `unmet` not met (with one evidence item each)."""
-    return {"passed": False, "run_dir": run_dir,
+    return V({"passed": False, "run_dir": run_dir,
             "checks": [{"id": c, "status": "fail",
                         "evidence": [{"ts": 1.0, "node": "c1", "why": f"{c} saw it"}]}
                        for c in checks] + [{"id": "I1", "status": "pass", "evidence": []}],
             "expect": [{"what": u, "status": "fail",
                         "evidence": [{"what": "final state: open", "brief": "final open"}]}
-                       for u in unmet], **extra}
+                       for u in unmet], **extra})
 
 
 def test_affected_release_failing_with_the_symptom_is_as_declared():
@@ -68,13 +71,13 @@ def test_symptom_is_a_failed_check_id_or_the_start_of_an_unmet_expectation():
     assert kb.symptoms_in(found, ["/data/f1 closed"]) == ["/data/f1 closed"]
     assert kb.symptoms_in(found, ["/data/f1 len"]) == []
     # a met expectation is no symptom, whatever its text
-    ok = {"passed": False, "expect": [{"what": "/data/f1 closed", "status": "pass"}]}
+    ok = V({"passed": False, "expect": [{"what": "/data/f1 closed", "status": "pass"}]})
     assert kb.symptoms_in(kb.failures(ok), ["/data/f1 closed"]) == []
 
 
 def test_a_broken_check_fails_the_run_but_shows_no_symptom():
-    v = {"passed": False, "checks": [{"id": "D2", "status": "error", "evidence": [],
-                                      "reason": None}]}
+    v = V({"passed": False, "checks": [{"id": "D2", "status": "error", "evidence": [],
+                                        "reason": None}]})
     c = kb.cell(BUG, "3.3.6", [v])
     assert not c.as_declared and c.matched == 0
     assert c.failures == ["check D2 broke"]
@@ -88,7 +91,7 @@ def test_a_run_error_is_a_failure_without_the_symptom():
 
 
 def test_a_failed_verdict_naming_no_reason_says_so():
-    c = kb.cell(BUG, "3.4.2", [{"passed": False}])
+    c = kb.cell(BUG, "3.4.2", [V({"passed": False})])
     assert c.failures == ["failed, naming no check or expectation"]
 
 

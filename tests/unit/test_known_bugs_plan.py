@@ -108,7 +108,7 @@ def test_cli_invalid_scenario_exits_2(tmp_path, capsys):
 
 
 class FakeRuns:
-    """harness.runner's run_scenario and verify_outcomes without clusters or Spark: a run
+    """harness.runner's run_unverified and verify_outcomes without clusters or Spark: a run
     "fails" with the length expectation where `fail_on` says, and is interrupted at the
     run numbered `interrupt_at`."""
 
@@ -116,8 +116,8 @@ class FakeRuns:
         self.fail_on, self.interrupt_at = fail_on, interrupt_at
         self.calls = []
 
-    def run_scenario(self, scenario, backend, results_dir, seed, keep, progress, verify,
-                     system, hadoop_version):
+    def run_unverified(self, scenario, backend, results_dir, seed, keep, progress, system,
+                       hadoop_version):
         import types
         self.calls.append((scenario.known_bug.jira, system, hadoop_version, results_dir))
         release = hadoop_version or "minihdfs"
@@ -127,9 +127,11 @@ class FakeRuns:
                                      fails=(scenario.known_bug.jira, release) in self.fail_on)
 
     def verify_outcomes(self, outcomes, progress=None):
-        return [{"scenario": o.scenario, "run_dir": o.run_dir, "passed": not o.fails,
-                 "checks": [], "expect": [{"what": "/data/f1 len == 1 (got 2)", "status": "fail"}]
-                 if o.fails else []} for o in outcomes]
+        from harness.reconcile.verdict import Verdict
+        return [Verdict.from_json({
+            "scenario": o.scenario, "passed": not o.fails, "checks": [],
+            "expect": [{"what": "/data/f1 len == 1 (got 2)", "status": "fail"}] if o.fails else []},
+            run_dir=o.run_dir) for o in outcomes]
 
 
 @pytest.fixture
@@ -138,7 +140,7 @@ def fake_runs(monkeypatch):
     monkeypatch.setattr(kbr, "check_runnable", lambda tasks: None)
 
     def install(fake):
-        monkeypatch.setattr(harness.runner, "run_scenario", fake.run_scenario)
+        monkeypatch.setattr(harness.runner, "run_unverified", fake.run_unverified)
         monkeypatch.setattr(harness.runner, "verify_outcomes", fake.verify_outcomes)
         return fake
     return install

@@ -10,6 +10,7 @@ import os
 import pytest
 
 import minihdfs.cluster
+from harness.reconcile.verdict import Verdict
 from tools.mutants import BY_NAME, MUTANTS, Mutant, MutantError, apply_mutant, mutated_tree, \
     patch_text
 from tools.mutants.apply import REPO_ROOT
@@ -94,7 +95,7 @@ def _verdict(passed=True, failed=(), unmet=(), run_status=None, error=None, chec
         v["run_status"], v["run_errors"] = run_status, [f"{run_status} happened"]
     if error:
         v["error"] = error
-    return v
+    return Verdict.from_json(v)
 
 
 @pytest.mark.parametrize("verdict,outcome,checks", [
@@ -201,7 +202,7 @@ def test_first_kill_plans_put_the_scenarios_a_mutant_names_first():
 
 
 class _FakeLibrary:
-    """run_scenario, load_scenario and verify_runs for run_job/worker_main: a scenario's
+    """run_unverified, load_scenario and verify_runs for run_job/worker_main: a scenario's
     verdict per tree from `fails` ({job: {scenario: [failed checks]}}); `calls` records
     what ran and what was verified, in order."""
 
@@ -218,8 +219,8 @@ class _FakeLibrary:
             def __init__(self, path):
                 self.name = os.path.splitext(os.path.basename(path))[0]
 
-        def run_scenario(scenario, backend, results_dir, verify):
-            assert backend == "local" and verify is False
+        def run_unverified(scenario, backend, results_dir):
+            assert backend == "local"
             job = os.path.basename(results_dir)
             run_dir = os.path.join(results_dir, scenario.name)
             os.makedirs(run_dir)
@@ -236,7 +237,7 @@ class _FakeLibrary:
                 out.append(_verdict(failed is None, failed or []))
             return out
 
-        monkeypatch.setattr(harness.runner, "run_scenario", run_scenario)
+        monkeypatch.setattr(harness.runner, "run_unverified", run_unverified)
         monkeypatch.setattr(harness.scenario, "load_scenario", Scenario)
         monkeypatch.setattr(harness.reconcile.api, "verify_runs", verify_runs)
         monkeypatch.setattr(runner, "mutated_tree",

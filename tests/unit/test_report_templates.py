@@ -16,6 +16,7 @@ from harness.reconcile.checks import CHECK_IDS  # noqa: E402
 from harness.reconcile.report import render_run_html  # noqa: E402
 from harness.reconcile.suite import checks_table, write_suite_report  # noqa: E402
 from harness.reconcile.templating import environment, exercised  # noqa: E402
+from harness.reconcile.verdict import Verdict  # noqa: E402
 
 
 def _check(cid, status, *evidence):
@@ -44,7 +45,7 @@ def verdict(run_id="r1", scenario="pipeline-replace", with_exercised=True, **ext
     if with_exercised:
         v["exercised"] = ["I1", "P1", "D2"]
     v.update(extra)
-    return v
+    return Verdict.from_json(v)
 
 
 class _Page(HTMLParser):
@@ -184,7 +185,7 @@ def test_templates_ship_with_the_package():
                         "templates")
     assert sorted(n for n in os.listdir(here) if n.endswith(".j2")) == \
         ["diff.html.j2", "index.html.j2", "known-bugs.html.j2", "report.html.j2"]
-    json.dumps(verdict())    # the sample is what verdict.json holds
+    json.dumps(verdict().to_json())    # the sample is what verdict.json holds
 
 
 def test_suite_index_lists_failures_first_with_words_and_unmet_expectations(tmp_path):
@@ -217,7 +218,7 @@ def test_report_leaves_the_runs_reports_alone_unless_asked(tmp_path):
         os.makedirs(folder / "events")
         (folder / "events" / "nn.jsonl").write_text("")
         with open(folder / "verdict.json", "w") as f:
-            json.dump(verdict(rid, checks=[_check("P1", "pass")], passed=True), f)
+            json.dump(verdict(rid, checks=[_check("P1", "pass")], passed=True).to_json(), f)
         if has_report:
             (folder / "report.html").write_text("kept")
         runs.append(str(folder))

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.reconcile.verdict import Verdict
+
 pytest_plugins = ["pytester"]
 
 CORPUS = Path(__file__).resolve().parent.parent / "scenario_corpus"
@@ -31,17 +33,23 @@ def runner(monkeypatch):
     module.verdicts = {}
     module.systems = {}          # scenario name -> the system the plugin asked for
 
-    def run_scenario(scenario, backend, results_dir, verify=True, system=None):
+    def run_scenario(scenario, backend, results_dir, system=None):
         module.calls.append((scenario.name, backend, results_dir))
         module.systems[scenario.name] = system
-        verdict = module.verdicts.get(scenario.name, {"passed": True, "checks": []})
-        # verify=False is the batched path: an outcome now, its verdict from verify_outcomes
-        return verdict if verify else types.SimpleNamespace(status="completed", verdict=verdict)
+        # the verdict as verdict.json holds it, read into its typed view
+        return Verdict.from_json(module.verdicts.get(scenario.name, {"passed": True,
+                                                                    "checks": []}))
+
+    def run_unverified(scenario, backend, results_dir, system=None):
+        # the batched path: an outcome now, its verdict from verify_outcomes
+        return types.SimpleNamespace(status="completed", verdict=run_scenario(
+            scenario, backend, results_dir, system))
 
     def verify_outcomes(outcomes, progress=None):
         return [o.verdict for o in outcomes]
 
     module.run_scenario = run_scenario
+    module.run_unverified = run_unverified
     module.verify_outcomes = verify_outcomes
     monkeypatch.setitem(sys.modules, "harness.runner", module)
     return module
@@ -147,11 +155,11 @@ def test_must_fail_checks_are_marked_as_expected(pytester, runner):
     folder = pytester.mkdir("scenarios")
     (folder / "broken.yaml").write_text(
         MINIMAL.format(name="broken") + "expect: {must_fail: [P2]}\n")
-    runner.verdicts["broken"] = types.SimpleNamespace(
-        passed=False, run_id=None,
-        checks=[types.SimpleNamespace(id="P2", status="pass", evidence=[]),
-                types.SimpleNamespace(id="P3", status="fail", evidence=["row 1"])],
-        expect=[types.SimpleNamespace(what="P2 fails", status="fail")])
+    runner.verdicts["broken"] = {
+        "passed": False,
+        "checks": [{"id": "P2", "status": "pass", "evidence": []},
+                   {"id": "P3", "status": "fail", "evidence": ["row 1"]}],
+        "expect": [{"what": "P2 fails", "status": "fail"}]}
     result = pytester.runpytest(*_plugin_args())
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*scenario broken failed: failed checks P3 | unmet: P2 fails",

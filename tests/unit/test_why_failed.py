@@ -13,6 +13,7 @@ pytest.importorskip("jinja2")
 
 from harness.reconcile import evidence  # noqa: E402
 from harness.reconcile.report import render_run_html, why_it_failed  # noqa: E402
+from harness.reconcile.verdict import Verdict  # noqa: E402
 
 T0 = 1_700_000_000.0
 C1, C2 = "DFSClient_c1_1", "DFSClient_c2_2"
@@ -146,7 +147,7 @@ def _failed_run(tmp_path):
     (run / "scenario.yaml").write_text("name: recover-lease-fencing\n"
                                        "description: recoverLease fences a live writer\n")
     items = evidence.block_recoveries(evidence.RunEvents(fencing_events()))
-    verdict = {
+    verdict = Verdict.from_json({
         "scenario": "recover-lease-fencing", "run_id": run.name, "passed": False,
         "checks": [{"id": "L1", "status": "pass", "evidence": []},
                    {"id": "B1", "status": "skip", "evidence": []}],
@@ -154,7 +155,7 @@ def _failed_run(tmp_path):
         "expect": [{"what": "lease recoveries 1 (got 1)", "status": "pass", "evidence": []},
                    {"what": "block recoveries 1 (got 2)", "status": "fail", "evidence": items}],
         "metrics": {"block_recoveries": 2, "units": {"block_recoveries": "count"}},
-    }
+    })
     return str(run), verdict
 
 
@@ -192,7 +193,7 @@ def test_report_says_how_to_run_it_again(tmp_path):
 
 def test_a_passed_run_has_no_why_section(tmp_path):
     run, verdict = _failed_run(tmp_path)
-    verdict["passed"] = True
+    verdict.passed = True
     assert why_it_failed(verdict, []) == []
     assert 'id="why"' not in render_run_html(verdict, run)
 
@@ -200,11 +201,10 @@ def test_a_passed_run_has_no_why_section(tmp_path):
 def test_fail_line_carries_the_evidence_in_one_line():
     from harness.runner import result_line
     items = evidence.block_recoveries(evidence.RunEvents(fencing_events()))
-    line = result_line({"scenario": "recover-lease-fencing", "passed": False,
-                        "run_dir": os.getcwd(), "checks": [],
-                        "expect": [{"what": "block recoveries 1 (got 2)", "status": "fail",
-                                    "evidence": items}],
-                        "run_status": "timeout", "run_errors": ["a\nb"]})
+    line = result_line(Verdict.from_json(
+        {"scenario": "recover-lease-fencing", "passed": False, "checks": [],
+         "expect": [{"what": "block recoveries 1 (got 2)", "status": "fail", "evidence": items}],
+         "run_status": "timeout", "run_errors": ["a\nb"]}, run_dir=os.getcwd()))
     assert "\n" not in line
     assert line.startswith("FAIL recover-lease-fencing (.) — unmet: block recoveries 1 (got 2: "
                            "1002 by c2 +5.0s primary dn3 never committed; 1003 by c2 +6.0s "

@@ -40,6 +40,7 @@ def case_runs(spark, case_dirs):
 
 @pytest.fixture(scope="session")
 def case_verdicts(case_runs):
-    """{run_id: verdict} for every case, from one pass of every check over all of them."""
+    """{run_id: verdict} for every case, from one pass of every check over all of them, in
+    its verdict.json form."""
     from harness.reconcile.api import verify_loaded
-    return {v["run_id"]: v for v in verify_loaded(case_runs)}
+    return {v.run_id: v.to_json() for v in verify_loaded(case_runs)}

@@ -25,7 +25,7 @@ def test_generated_runs_pass_every_check_they_exercise(spark, tmp_path):
     # three runs: the generator's three stories (plain, pipeline recovery, client crash)
     dirs, n = generate(str(tmp_path), 30_000, procs=1)
     assert len(dirs) == 3 and n > 25_000
-    verdicts = verify_runs(dirs)
+    verdicts = [v.to_json() for v in verify_runs(dirs)]
     failed = {v["run_id"]: [c["id"] for c in v["checks"] if c["status"] not in ("pass", "skip")]
               for v in verdicts if not v["passed"]}
     assert not failed

@@ -151,7 +151,7 @@ def verdicts(spark, tmp_path_factory):
     dirs.append(hadoop_dir(repl("repl-yaml"), root, True, in_yaml=True))
     runs = load_runs(dirs, spark)
     try:
-        return {v["run_id"]: v for v in verify_loaded(runs)}
+        return {v.run_id: v.to_json() for v in verify_loaded(runs)}
     finally:
         runs.close()
 

@@ -73,7 +73,7 @@ def verdicts(spark, tmp_path_factory):
     ]
     runs = load_runs(dirs, spark)
     try:
-        out = {v["run_id"]: {c["id"]: c["status"] for c in v["checks"]} for v in verify_loaded(runs)}
+        out = {v.run_id: {c.id: c.status for c in v.checks} for v in verify_loaded(runs)}
     finally:
         runs.close()
     return out

@@ -55,7 +55,7 @@ def verdicts(spark, tmp_path_factory):
     }
     runs = load_runs(list(dirs.values()), spark)
     try:
-        out = {v["run_id"]: v for v in verify_loaded(runs)}
+        out = {v.run_id: v.to_json() for v in verify_loaded(runs)}
     finally:
         runs.close()
     return out, dirs
@@ -109,7 +109,7 @@ def test_not_observable_item_does_not_fail_the_verdict():
     passed, items = evaluate_expect({"checks": ["B1", "P3"], "must_fail": ["B6"]}, checks,
                                     {}, facts)
     assert passed, items
-    assert [i["status"] for i in items] == ["not_observable", "not_observable"]
+    assert [i.status for i in items] == ["not_observable", "not_observable"]
     # the same on the mini-HDFS: P3 fails, B6 was not exercised
     passed, items = evaluate_expect({"checks": ["B1", "B6"]},
                                     apply_skips(judged, "minihdfs", None), {}, facts)
@@ -134,13 +134,14 @@ def test_reason_shown_in_run_report_and_suite_index(verdicts, tmp_path):
     import pandas as pd
     from harness.reconcile.report import render_run_html
     from harness.reconcile.suite import write_suite_report
+    from harness.reconcile.verdict import Verdict
     out, dirs = verdicts
-    v = out["yaml"]
+    v = Verdict.from_json(out["yaml"])
     html = render_run_html(v, dirs["yaml"])
     reason = logmap.skip_reason("P3", "3.4.2")
     assert reason in html
     assert "system under test: hadoop 3.4.2" in html
-    index = write_suite_report([v, out["mini"]], str(tmp_path), {})
+    index = write_suite_report([v, Verdict.from_json(out["mini"])], str(tmp_path), {})
     text = open(index).read()
     assert "not observable" in text and reason in text
     table = pd.read_parquet(os.path.join(str(tmp_path), "checks.parquet"))

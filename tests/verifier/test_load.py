@@ -299,7 +299,7 @@ def test_the_column_cache_gives_the_verdicts_of_the_row_cache(spark, case_dirs, 
     runs = load_runs(list(case_dirs.values()), spark, columnar=True)
     try:
         assert runs.columnar
-        columnar = {v["run_id"]: v for v in verify_loaded(runs)}
+        columnar = {v.run_id: v.to_json() for v in verify_loaded(runs)}
     finally:
         runs.close()
     assert columnar.keys() == case_verdicts.keys()

@@ -11,6 +11,7 @@ import pytest
 
 from cases import CASES, MALFORMED_LINES
 from harness.reconcile.checks import CHECK_IDS
+from harness.reconcile.verdict import Verdict
 
 pytestmark = pytest.mark.spark
 
@@ -166,7 +167,7 @@ def test_a_repeated_recover_lease_is_one_lease_recovery(spark, tmp_path):
     r = lease_recovery("repeat")
     r.ev(4.9, "nn", "nn.lease.recover", path="/f", holder=C2, requester=None, force=True,
          result="recovering")
-    verdict, = verify_runs([r.write(str(tmp_path))])
+    verdict, = [v.to_json() for v in verify_runs([r.write(str(tmp_path))])]
     assert verdict["metrics"]["lease_recoveries"] == 1
     assert verdict["metrics"]["block_recoveries"] == 1
 
@@ -182,8 +183,26 @@ def test_a_recovering_client_that_appends_later_is_one_lease_recovery(spark, tmp
          result="recovering")
     r.ev(5.5, "nn", "nn.file.append", path="/f", holder=C2)
     r.ev(5.501, "nn", "nn.lease.add", holder=C2, path="/f")
-    verdict, = verify_runs([r.write(str(tmp_path))])
+    verdict, = [v.to_json() for v in verify_runs([r.write(str(tmp_path))])]
     assert verdict["metrics"]["lease_recoveries"] == 1
+
+
+def _schema():
+    import jsonschema
+
+    from harness.reconcile.verdict import schema
+    return jsonschema.Draft202012Validator(schema())
+
+
+def test_every_case_verdict_validates_against_the_schema(case_verdicts):
+    """Every verdict of the verifier's cases (each check passing, failing, skipping and
+    breaking, each kind of expect item) is what verdict.schema.json describes, and reads
+    back as itself."""
+    validator = _schema()
+    for rid, v in case_verdicts.items():
+        errors = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(v)]
+        assert not errors, (rid, errors[:5])
+        assert json.dumps(Verdict.from_json(v).to_json()) == json.dumps(v), rid
 
 
 def test_verdict_json_shape(spark, case_dirs, tmp_path):
@@ -193,11 +212,12 @@ def test_verdict_json_shape(spark, case_dirs, tmp_path):
         dst = tmp_path / rid
         shutil.copytree(case_dirs[rid], dst)
         dirs.append(str(dst))
-    verdicts = verify_runs(dirs)
+    verdicts = [v.to_json() for v in verify_runs(dirs)]
     assert [v["run_id"] for v in verdicts] == ["happy", "P2-not-replaced"]
     for d, v in zip(dirs, verdicts):
         on_disk = json.load(open(os.path.join(d, "verdict.json")))
         assert on_disk == json.loads(json.dumps(v))
+        _schema().validate(on_disk)
         assert list(on_disk) == ["scenario", "run_id", "system", "system_version", "passed",
                                  "checks", "exercised", "expect", "metrics"]
         assert (on_disk["system"], on_disk["system_version"]) == ("minihdfs", None)
@@ -220,7 +240,7 @@ def test_run_report(case_dirs, case_verdicts, tmp_path):
     for rid in ("pipeline-recovery", "lease-recovery", "malformed", "L1-no-leases"):
         d = tmp_path / rid
         shutil.copytree(case_dirs[rid], d)
-        write_verdict(str(d), case_verdicts[rid])
+        write_verdict(str(d), Verdict.from_json(case_verdicts[rid]))
         path = build_run_report(str(d))
         assert path == str(d / "report.html")
         text = open(path).read()
@@ -239,7 +259,7 @@ def test_suite_report(case_dirs, case_verdicts, tmp_path):
     for rid in ("happy", "pipeline-recovery", "lease-recovery", "P1-same-gs"):
         d = tmp_path / "runs" / rid
         shutil.copytree(case_dirs[rid], d)
-        write_verdict(str(d), case_verdicts[rid])
+        write_verdict(str(d), Verdict.from_json(case_verdicts[rid]))
         if (d / "report.html").exists():
             (d / "report.html").unlink()
         dirs.append(str(d))
@@ -319,7 +339,7 @@ def test_a_bulk_table_that_cannot_be_built_fails_only_its_checks(case_runs, monk
     def broken(runs):
         raise RuntimeError("no layout today")
     monkeypatch.setattr(data, "content_layout", broken)
-    verdicts = verify_loaded(case_runs)
+    verdicts = [v.to_json() for v in verify_loaded(case_runs)]
     assert len(verdicts) == len(case_runs.runs)
     for v in verdicts:
         status = {c["id"]: c["status"] for c in v["checks"]}
@@ -358,7 +378,7 @@ def test_unfinished_block_recovery_and_recover_lease_without_a_crash(spark, tmp_
          result="recovering")
     r.ev(5.801, "nn", "nn.recovery.start", path="/f", block=1001, gs=1002, recovery_id=1003,
          primary="dn2", pipeline=PIPE)
-    verdict, = verify_runs([r.write(str(tmp_path))])
+    verdict, = [v.to_json() for v in verify_runs([r.write(str(tmp_path))])]
     m = verdict["metrics"]
     _counts_agree(m)
     assert m["block_recoveries"] == 2 and m["recovery_latencies_s"]["block"] == [

@@ -38,6 +38,8 @@ import time
 import traceback
 from dataclasses import dataclass
 
+from harness.reconcile.verdict import Verdict
+
 from .apply import REPO_ROOT, mutated_tree
 from .catalogue import BY_NAME, MUTANTS, Mutant
 
@@ -49,7 +51,7 @@ DEFAULT_MAX_BATCH = 8   # first-kill verification batches double from 1 run up t
 
 # -- classification (pure: tested on fake verdicts) --------------------------------------
 
-def classify_run(verdict: dict) -> dict:
+def classify_run(verdict: Verdict) -> dict:
     """What one scenario run says about the tree it ran on.
 
     outcome: passed | failed (verdict failed: checks or expect) | hang (workload past
@@ -57,24 +59,24 @@ def classify_run(verdict: dict) -> dict:
     cluster never became quiescent, e.g. stale replicas never deleted; the verdict may
     pass such a run, the harness's run_errors say it) | interrupted | inconclusive (the
     verifier could not judge it)."""
-    checks = [c["id"] for c in verdict.get("checks", []) if c.get("status") == "fail"]
-    unmet = [e.get("what", "?") for e in verdict.get("expect", []) if e.get("status") == "fail"]
-    run_status = verdict.get("run_status", "completed")
+    checks = verdict.failed_checks
+    unmet = [e.what for e in verdict.unmet]
+    run_status = verdict.run_status or "completed"
     if run_status == "interrupted":
         outcome = "interrupted"
     elif run_status in ("timeout", "unreached"):   # unreached: a fault's event never came
         outcome = "hang"
-    elif run_status == "error" or verdict.get("run_errors"):
+    elif run_status == "error" or verdict.run_errors:
         outcome = "error"
-    elif verdict.get("error") and not verdict.get("checks"):
+    elif verdict.error and not verdict.checks:
         outcome = "inconclusive"   # "the verifier failed: ...": says nothing about the tree
-    elif verdict.get("passed"):
+    elif verdict.passed:
         outcome = "passed"
     else:
         outcome = "failed"
     return {"outcome": outcome, "checks": checks, "unmet": unmet,
-            "errors": list(verdict.get("run_errors", [])) + (
-                [verdict["error"]] if verdict.get("error") else [])}
+            "errors": list(verdict.run_errors or []) + (
+                [verdict.error] if verdict.error else [])}
 
 
 def credited(run: dict, baseline: dict[str, str] | None) -> bool:
@@ -136,7 +138,7 @@ def _claim(out: str, name: str) -> bool:
         return False
 
 
-def _verify(outcomes) -> list[dict]:
+def _verify(outcomes) -> list[Verdict]:
     """Verify a job's runs in one Spark batch (no HTML reports: the mutation report is
     the product); like harness.runner.verify_outcomes otherwise."""
     from harness.reconcile.api import verify_runs
@@ -190,7 +192,7 @@ def run_job(job: Job, out: str, tag: str = "", first_kill: bool = False,
     in one batch at the end (for its checks). The record is rewritten after every batch,
     so a report rebuilt meanwhile shows the job so far. Otherwise every scenario runs,
     and the runs are verified in one batch."""
-    from harness.runner import run_scenario
+    from harness.runner import run_unverified
     from harness.scenario import load_scenario
 
     results_dir = os.path.join(out, "runs", job.name)
@@ -204,7 +206,7 @@ def run_job(job: Job, out: str, tag: str = "", first_kill: bool = False,
     interrupted = False
     batch = 1
 
-    def add(outcome, verdict: dict) -> None:
+    def add(outcome, verdict: Verdict) -> None:
         runs.append({"scenario": outcome.scenario, "run_dir": outcome.run_dir,
                      "seconds": seconds[outcome.run_id], **classify_run(verdict)})
 
@@ -241,7 +243,7 @@ def run_job(job: Job, out: str, tag: str = "", first_kill: bool = False,
         for i, path in enumerate(job.scenarios, 1):
             scenario = load_scenario(path)
             t = time.monotonic()
-            outcome = run_scenario(scenario, "local", results_dir=results_dir, verify=False)
+            outcome = run_unverified(scenario, "local", results_dir=results_dir)
             seconds[outcome.run_id] = round(time.monotonic() - t, 1)
             line = (f"{tag}{job.name}: {i}/{len(job.scenarios)} {scenario.name}: run "
                     f"{outcome.status} ({seconds[outcome.run_id]:.0f}s)")
@@ -294,7 +296,7 @@ def verify_deferred(out: str, outcomes: list, tag: str = "") -> None:
     t = time.monotonic()
     _say(f"{tag}verifying the {len(outcomes)} run(s) that killed by hanging or breaking "
          "(for their checks)")
-    verdicts = {v["run_dir"]: v for v in _verify(outcomes)}
+    verdicts = {v.run_dir: v for v in _verify(outcomes)}
     for name in sorted({os.path.basename(os.path.dirname(o.run_dir)) for o in outcomes}):
         path = os.path.join(out, "jobs", f"{name}.json")
         with open(path) as f:
@@ -503,10 +505,11 @@ def _load_job(out: str, name: str) -> dict | None:
         return None
     for run in record["runs"]:
         try:
-            with open(os.path.join(run["run_dir"], "verdict.json")) as f:
-                run.update(classify_run(json.load(f)))
-        except (OSError, ValueError, KeyError):
-            pass
+            verdict = Verdict.read(run["run_dir"])
+        except (OSError, ValueError, KeyError, TypeError):   # VerdictError is a ValueError
+            continue
+        if verdict is not None:
+            run.update(classify_run(verdict))
     return record
 
 
