@@ -34,13 +34,15 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Iterator
 
+import tenacity
+
 from faults.base import Fault, FaultError
 from faults.network import LinkMesh
 from faults.toxiproxy_server import ToxiproxyAPI, ToxiproxyError
-from harness.systems.minihdfs import nn_rpc_client
-from hdfs_contract.events import EventLog
-
 from harness.systems import SystemUnderTest, get_system
+from harness.systems.minihdfs import nn_rpc_client
+from harness.waits import retrying, wait_until
+from hdfs_contract.events import EventLog
 
 from . import Backend, BackendError
 from .reaper import start_reaper
@@ -533,17 +535,18 @@ class DockerBackend(Backend):
             container.start()
 
     def _wait_toxiproxy(self, api: ToxiproxyAPI, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
+        def answers() -> None:
             try:
                 api.version(timeout=1.0)
-                return
-            except ToxiproxyError as e:
-                if time.monotonic() > deadline:
-                    raise BackendError(f"the Toxiproxy container answers no API at {api.url} "
-                                       f"after {timeout:.0f}s: {e}") from None
-                self._check_running(["toxiproxy"])
-                time.sleep(0.05)
+            except ToxiproxyError:
+                self._check_running(["toxiproxy"])   # an exited container says why
+                raise
+
+        try:
+            retrying((ToxiproxyError,), timeout=timeout, interval=0.05)(answers)
+        except ToxiproxyError as e:
+            raise BackendError(f"the Toxiproxy container answers no API at {api.url} "
+                               f"after {timeout:.0f}s: {e}") from None
 
     def _write_routes(self, node: str) -> None:
         path = self._paths(node)["routes"]
@@ -555,21 +558,25 @@ class DockerBackend(Backend):
         """Until the NameNode answers and every DataNode is registered and live."""
         want = self.scenario.cluster.datanodes
         nn = nn_rpc_client(self.plans["nn"].listen["rpc"], 1.0, 5.0)
-        deadline = time.monotonic() + timeout
         last, checked = "NameNode not answering", 0.0
+
+        def healthy() -> bool:
+            nonlocal last, checked
+            try:
+                live = [d for d in nn.call("getDatanodeReport") if d["state"] == "live"]
+                if len(live) >= want:
+                    return True
+                last = f"{len(live)} of {want} DataNodes live"
+            except (OSError, EOFError) as e:
+                last = f"NameNode not answering: {e}"
+            if time.monotonic() - checked > 1.0:   # a container that died says why
+                checked = time.monotonic()
+                self._check_running([n for n, p in self.plans.items() if p.role != "client"])
+            return False
+
         try:
-            while time.monotonic() < deadline:
-                try:
-                    live = [d for d in nn.call("getDatanodeReport") if d["state"] == "live"]
-                    if len(live) >= want:
-                        return
-                    last = f"{len(live)} of {want} DataNodes live"
-                except (OSError, EOFError) as e:
-                    last = f"NameNode not answering: {e}"
-                if time.monotonic() - checked > 1.0:   # a container that died says why
-                    checked = time.monotonic()
-                    self._check_running([n for n, p in self.plans.items() if p.role != "client"])
-                time.sleep(0.05)
+            if wait_until(healthy, timeout, 0.05):
+                return
         finally:
             nn.close()
         raise BackendError(f"docker cluster not healthy after {timeout:.0f}s: {last}")
@@ -591,15 +598,17 @@ class DockerBackend(Backend):
         """Until the node's rpc port answers from the host; BackendError if it exits first."""
         addr = self.plans[node].listen["rpc"]
         host, port = addr.rsplit(":", 1)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def opens() -> None:
             try:
-                with socket.create_connection((host, int(port)), timeout=0.5):
-                    return
+                socket.create_connection((host, int(port)), timeout=0.5).close()
             except OSError:
                 self._check_running([node])
-                time.sleep(0.05)
-        raise BackendError(f"{node} did not open {addr} within {timeout:.0f}s")
+                raise
+
+        try:
+            retrying((OSError,), timeout=timeout, interval=0.05)(opens)
+        except OSError:
+            raise BackendError(f"{node} did not open {addr} within {timeout:.0f}s") from None
 
     # -- the Backend verbs
     def container(self, node: str):
@@ -758,18 +767,16 @@ def remove_run(client, run_id: str, harness: str) -> list[str]:
             removed.append(f"network {net.name}")
         except docker.errors.NotFound:
             pass
+    busy = tenacity.Retrying(   # a just-removed container may hold a volume for a moment
+        stop=tenacity.stop_after_attempt(20), wait=tenacity.wait_fixed(0.1), reraise=True,
+        retry=tenacity.retry_if_exception(lambda e: isinstance(e, docker.errors.APIError)
+                                          and not isinstance(e, docker.errors.NotFound)))
     for vol in client.volumes.list(filters=mine):
-        for attempt in range(20):   # a just-removed container may hold it for a moment
-            try:
-                vol.remove(force=True)
-                removed.append(f"volume {vol.name}")
-                break
-            except docker.errors.NotFound:
-                break
-            except docker.errors.APIError:
-                if attempt == 19:
-                    raise
-                time.sleep(0.1)
+        try:
+            busy(vol.remove, force=True)
+            removed.append(f"volume {vol.name}")
+        except docker.errors.NotFound:
+            pass
     return removed
 
 

@@ -20,7 +20,7 @@ from .metrics import compute_metrics
 from .observable import apply_skips, run_info
 from .session import (SMALL_INPUT_BYTES, get_spark, is_local, session_conf, small_queries,
                       spark_log_path)
-from .verdict import VERDICT_FILE, CheckResult, Verdict
+from .verdict import VERDICT_FILE, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,7 @@ def verify_loaded(runs: RunSet, timings: dict | None = None) -> list[Verdict]:
         verdicts.append(Verdict(
             scenario=info.name, run_id=rid, system=system, system_version=release,
             passed=bool(passed),
-            checks=[CheckResult(c.id, c.status, c.evidence, c.reason, c.unobserved_status)
-                    for c in checks],
+            checks=checks,
             exercised=exercised(checks),
             expect=items,
             metrics=m, run_dir=info.run_dir))

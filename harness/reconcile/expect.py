@@ -27,7 +27,8 @@ from pyspark.sql import functions as F
 
 from hdfs_contract.config import ConfigError, parse_duration, parse_size
 from . import evidence
-from .checks import CHECK_IDS, CheckResult
+from .checks import CHECK_IDS
+from .verdict import CheckResult
 from .load import RunSet
 from .verdict import ExpectItem
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 
-from .checks import CheckResult
+from .verdict import CheckResult
 
 NOT_OBSERVABLE = "not_observable"   # the expect item status of a listed check so skipped
 
@@ -85,6 +85,6 @@ def apply_skips(checks: list[CheckResult], system: str,
         if why is None:
             out.append(c)
         else:
-            out.append(CheckResult(c.id, "skip", c.evidence, c.violations, reason=why,
-                                   unobserved_status=c.status))
+            out.append(CheckResult(c.id, "skip", c.evidence, reason=why,
+                                   unobserved_status=c.status, violations=c.violations))
     return out

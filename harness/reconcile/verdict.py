@@ -51,6 +51,8 @@ class CheckResult:
     reason: str | None = None
     unobserved_status: str | None = None
     extra: dict = dataclasses.field(default_factory=dict)
+    # how many violations the check found (evidence keeps the first ones); not written
+    violations: int = dataclasses.field(default=0, compare=False)
 
     def to_json(self) -> dict:
         out: dict = {"id": self.id, "status": self.status}

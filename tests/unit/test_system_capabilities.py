@@ -207,9 +207,9 @@ def test_exact_injection_is_the_systems_capability(ownjars, tmp_path):
 
 
 def test_the_verifier_asks_a_third_system_what_it_cannot_observe(ownjars):
-    from harness.reconcile.checks import CheckResult
+    from harness.reconcile.verdict import CheckResult
     from harness.reconcile.observable import apply_skips
-    checks = [CheckResult("B6", "fail", [], 1), CheckResult("B2", "pass", [])]
+    checks = [CheckResult("B6", "fail", [], violations=1), CheckResult("B2", "pass", [])]
     out = {c.id: c for c in apply_skips(checks, "ownjars", None)}
     assert out["B6"].status == "skip" and out["B6"].reason == "my build logs no replica states"
     assert out["B2"].status == "pass"

@@ -95,7 +95,8 @@ def test_listed_unobservable_check_is_reported_not_failed(verdicts):
 
 
 def test_not_observable_item_does_not_fail_the_verdict():
-    from harness.reconcile.checks import CHECK_IDS, CheckResult
+    from harness.reconcile.checks import CHECK_IDS
+    from harness.reconcile.verdict import CheckResult
     from harness.reconcile.expect import RunFacts, evaluate_expect
     from harness.reconcile.observable import apply_skips
     facts = RunFacts({}, {}, {}, set(), {})
@@ -105,7 +106,7 @@ def test_not_observable_item_does_not_fail_the_verdict():
     checks = apply_skips(judged, "hadoop", "3.4.2")
     p3 = {c.id: c for c in checks}["P3"]
     assert (p3.status, p3.unobserved_status) == ("skip", "fail")
-    assert p3.as_dict()["reason"] == logmap.skip_reason("P3", "3.4.2")
+    assert p3.to_json()["reason"] == logmap.skip_reason("P3", "3.4.2")
     passed, items = evaluate_expect({"checks": ["B1", "P3"], "must_fail": ["B6"]}, checks,
                                     {}, facts)
     assert passed, items

@@ -21,6 +21,7 @@ from typing import Callable
 from pyspark.sql import functions as F
 
 from ..load import RunSet
+from ..verdict import CheckResult
 from .block import check_b1, check_b2, check_b3, check_b4, check_b5, check_b6, check_h1
 from .common import Outcome, Starts, ident
 from .data import check_d1, check_d2, check_d3, check_d4
@@ -102,23 +103,6 @@ CHECKS: list[Check] = [
 ]
 CHECK_IDS = [c.id for c in CHECKS]
 BY_ID = {c.id: c for c in CHECKS}
-
-
-@dataclasses.dataclass
-class CheckResult:
-    id: str
-    status: str          # pass | fail | skip | error
-    evidence: list[dict]
-    violations: int = 0
-    reason: str | None = None             # why a skip: the system cannot expose the inputs
-    unobserved_status: str | None = None  # what it said before so skipped
-
-    def as_dict(self) -> dict:
-        out = {"id": self.id, "status": self.status, "evidence": self.evidence}
-        if self.reason:
-            out["reason"] = self.reason
-            out["unobserved_status"] = self.unobserved_status
-        return out
 
 
 def prepare_bulk(runs: RunSet) -> None:
