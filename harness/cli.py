@@ -210,9 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true",
                    help="keep the cluster's storage and containers after the run")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.add_argument("--system", choices=("minihdfs", "hadoop", "both"), default=None,
-                   help="the system under test (default: each scenario's cluster.system, "
-                        "else minihdfs); both: as `hdfs-chaos diff`")
+    p.add_argument("--system", type=SystemName("both"), default=None, metavar="SYSTEM",
+                   help="the system under test: minihdfs, hadoop or another module of "
+                        "harness/systems (default: each scenario's cluster.system, else "
+                        "minihdfs); both: as `hdfs-chaos diff`").completer = SystemName("both")
     p.add_argument("--hadoop-version", default=None, metavar="V",
                    help="the Apache Hadoop release for --system hadoop (default 3.4.2; "
                         "implies --system hadoop)")
@@ -345,6 +346,28 @@ def cmd_spark_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class SystemName:
+    """`--system`'s type: a name harness/systems knows when the command line is read (its
+    modules and registrations), or one of `extra`; else argparse's one-line error naming
+    them all. Also the option's shell completion."""
+
+    def __init__(self, *extra: str):
+        self.extra = extra
+        self.__name__ = "system"
+
+    def names(self) -> tuple[str, ...]:
+        from harness.systems import system_names
+        return system_names() + self.extra
+
+    def __call__(self, value: str = "", **kwargs) -> str | list[str]:
+        if kwargs:   # argcomplete: value is the prefix typed so far
+            return [n for n in self.names() if n.startswith(value)]
+        if value in self.names():
+            return value
+        from harness.systems import unknown_system
+        raise argparse.ArgumentTypeError(unknown_system(value, self.extra))
+
+
 def _complete_scenarios(prefix: str, **kwargs) -> list[str]:
     """Shell completion of a SCENARIO: the library's names, then .yaml files and folders."""
     names = [p.stem for p in _library_files(library_dir()) if p.stem.startswith(prefix)]
@@ -370,9 +393,10 @@ def _add_explore(command) -> None:
     p.add_argument("--resume", action="store_true", help="go on with the exploration in --out")
     p.add_argument("--max-schedules", type=int, default=None, metavar="N",
                    help="stop exploring after this many schedules (shrinking still runs)")
-    p.add_argument("--system", choices=("minihdfs", "hadoop"), default=None,
+    p.add_argument("--system", type=SystemName(), default=None, metavar="SYSTEM",
                    help="the system explored (default: the base's cluster.system); on hadoop "
-                        "faults fire on the adapted log event, not exactly at it")
+                        "faults fire on the adapted log event, not exactly at it"
+                   ).completer = SystemName()
     p.add_argument("--hadoop-version", default=None, metavar="V",
                    help="the Apache Hadoop release for --system hadoop (default 3.4.2; "
                         "implies --system hadoop)")

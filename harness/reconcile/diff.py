@@ -25,7 +25,6 @@ from typing import Any
 
 from .verdict import Verdict, VerdictError
 
-SYSTEMS = ("minihdfs", "hadoop")
 COUNTS = ("pipeline_recoveries", "lease_recoveries", "block_recoveries", "replacements")
 LATENCY_KINDS = ("pipeline", "lease", "block")
 
@@ -190,8 +189,7 @@ def table(diffs: list[ScenarioDiff]):
     from .checks import CHECK_IDS
     rows = []
     for d in diffs:
-        for system in SYSTEMS:
-            r = d.results[system]
+        for system, r in d.results.items():   # the systems compared, in compare()'s order
             row = {"scenario": d.scenario, "system": system, "version": r.version,
                    "run_id": r.run_id, "verdict": r.verdict, "not_run_reason": r.not_run,
                    "run_status": r.run_status, "files_closed": r.files_closed,
@@ -220,8 +218,7 @@ def write_diff(diffs: list[ScenarioDiff], out_dir: str) -> str:
     scen = []
     for d in diffs:
         sides = []
-        for system in SYSTEMS:
-            r = d.results[system]
+        for system, r in d.results.items():   # the systems compared, in compare()'s order
             link = None
             if r.run_dir and os.path.exists(os.path.join(r.run_dir, "report.html")):
                 link = os.path.relpath(os.path.join(r.run_dir, "report.html"), out_dir)

@@ -272,17 +272,28 @@ class Bool(ValueType):
 
 
 class Enum(ValueType):
-    def __init__(self, options: Iterable[str], noun: str):
-        self.options = tuple(options)
+    """One of `options`: the names themselves, or a function that lists them when a value is
+    read (the systems, which a module or a registration can add after this import)."""
+
+    def __init__(self, options: Iterable[str] | Callable[[], Iterable[str]], noun: str):
+        self._options = options if callable(options) else tuple(options)
         self.noun = noun
-        self.expected = f"one of {', '.join(self.options)}"
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return tuple(self._options()) if callable(self._options) else self._options
+
+    @property
+    def expected(self) -> str:
+        return f"one of {', '.join(self.options)}"
 
     def parse(self, ctx, node, path):
         value = self.scalar(ctx, node, path)
         if value is INVALID:
             return value
-        if not isinstance(value, str) or value not in self.options:
-            hint = did_you_mean(value, self.options) or f" (expected one of {', '.join(self.options)})"
+        options = self.options
+        if not isinstance(value, str) or value not in options:
+            hint = did_you_mean(value, options) or f" (expected one of {', '.join(options)})"
             ctx.error(node, path, f"unknown {self.noun} {value!r}{hint}")
             return INVALID
         return value

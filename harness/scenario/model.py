@@ -19,6 +19,9 @@ import yaml
 
 from hdfs_contract.catalogue import EVENTS
 from hdfs_contract.config import Config
+# the systems under test are the names harness/systems knows when a scenario is read (its
+# modules and registrations: the mini-HDFS, Apache Hadoop HDFS, any third system)
+from harness.systems import system_names
 
 from .fields import (INVALID, AnyValue, Bool, Context, Duration, Enum, HadoopConfig, Int,
                      ListOf, MapOf, NodeRef, Pair, Rate, Ref, Size, Str, Struct, Text,
@@ -35,9 +38,7 @@ CHECK_IDS: tuple[str, ...] = (
 """The checks of spec/CHECKS.md, and H1 (hdfs-chaos's addition, docs/events.md)."""
 
 OPERATIONS = ("write", "append", "read", "recover_lease", "truncate")
-SYSTEMS = ("minihdfs", "hadoop")
 BACKENDS = ("local", "docker")
-"""The systems under test (harness/systems): the mini-HDFS and Apache Hadoop HDFS."""
 OUTCOMES = ("ok", "error")
 
 NAMENODE, DATANODE, CLIENT, HARNESS = "namenode", "datanode", "client", "harness"
@@ -162,7 +163,7 @@ class Cluster:
         "rack of each DataNode, e.g. {dn1: /r1}", default_factory=dict)
     config: dict[str, Any] = spec(HadoopConfig(), "Hadoop keys (spec/MINIHDFS.md) and values, "
                                   "as written", default_factory=dict)
-    system: str = spec(Enum(SYSTEMS, "system"), "the system under test: minihdfs | hadoop "
+    system: str = spec(Enum(system_names, "system"), "the system under test: minihdfs | hadoop "
                        "(`hdfs-chaos run --system` overrides it)", default="minihdfs",
                        example="minihdfs")
     hadoop_version: str | None = spec(Str(r"^[0-9]+\.[0-9]+\.[0-9]+$", "a release such as 3.4.2"),
@@ -948,9 +949,10 @@ class Scenario:
                                            "client operations", default=())
     faults: tuple[Fault, ...] = spec(ListOf(FaultType()), "faults to inject", default=())
     expect: Expect = spec(Struct(Expect), "the expected verdict", default_factory=Expect)
-    systems: tuple[str, ...] = spec(ListOf(Enum(SYSTEMS, "system"), min_items=1),
+    systems: tuple[str, ...] = spec(ListOf(Enum(system_names, "system"), min_items=1),
                                     "the systems this scenario can run on (default: all); "
-                                    "leaving one out needs systems_reason", default=SYSTEMS)
+                                    "leaving one out needs systems_reason",
+                                    default_factory=system_names)
     systems_reason: str = spec(Text(), "why the scenario cannot run on the systems it leaves "
                                "out, e.g. a setting the release hard-codes", default="")
     backends: tuple[str, ...] = spec(ListOf(Enum(BACKENDS, "backend"), min_items=1),
@@ -974,8 +976,8 @@ class Scenario:
     def check(cls, ctx, node, path, values, given):
         if values.get("timeout") == 0:
             ctx.error_at("timeout", "must be more than 0s")
-        systems = values.get("systems") or SYSTEMS
-        if isinstance(systems, (list, tuple)) and set(SYSTEMS) - set(systems) \
+        systems = values.get("systems") or system_names()
+        if isinstance(systems, (list, tuple)) and set(system_names()) - set(systems) \
                 and not values.get("systems_reason"):
             ctx.error_at("systems", "a scenario that leaves out a system says why: "
                          "add systems_reason: ...")

@@ -30,12 +30,12 @@ What a system provides, for one run:
 from __future__ import annotations
 
 import dataclasses
-import os
 import importlib
+import os
+import pkgutil
 import re
 from typing import Any, Callable, Mapping
 
-SYSTEMS = ("minihdfs", "hadoop")   # the systems of this tree (harness/systems/<name>)
 DEFAULT_SYSTEM = "minihdfs"        # a scenario's system when it names none
 
 
@@ -195,22 +195,43 @@ def unregister(name: str) -> None:
     _REGISTERED.pop(name, None)
 
 
+def _module_system(name: str):
+    """The SYSTEM of harness/systems/<name>, or None if there is no such module (a module
+    that exists but fails to import raises: its error is the user's to see)."""
+    if not _NAME.match(name or ""):
+        return None
+    try:
+        module = importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":   # the module exists but cannot import
+            raise
+        return None
+    return getattr(module, "SYSTEM", None)
+
+
+def system_names() -> tuple[str, ...]:
+    """Every name `get_system` knows, the one list the scenario model, the CLI and the
+    diff choose from: the modules of harness/systems that define SYSTEM (the default,
+    minihdfs, first, then by name), then the registered systems in registration order."""
+    found = sorted(m.name for m in pkgutil.iter_modules(__path__)
+                   if _module_system(m.name) is not None)
+    modules = [n for n in found if n == DEFAULT_SYSTEM] + [n for n in found if n != DEFAULT_SYSTEM]
+    return tuple(modules + [n for n in _REGISTERED if n not in modules])
+
+
+def unknown_system(name: str, extra: tuple[str, ...] = ()) -> str:
+    """The one-line error for a system name that is not known (`extra`: other words the
+    caller accepts, such as `both`)."""
+    return f"unknown system {name!r}: use one of {', '.join(system_names() + extra)}"
+
+
 def get_system(name: str = DEFAULT_SYSTEM, version: str | None = None) -> SystemUnderTest:
     """The system `name` (`version`: its release; None for its default)."""
     if name in _REGISTERED:
         return _REGISTERED[name](version)
-    factory = None
-    if _NAME.match(name or ""):
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":   # the module exists but cannot import
-                raise
-        else:
-            factory = getattr(module, "SYSTEM", None)
+    factory = _module_system(name)
     if factory is None:
-        known = list(SYSTEMS) + [n for n in _REGISTERED if n not in SYSTEMS]
-        raise SystemError_(f"unknown system {name!r}: use one of {', '.join(known)}")
+        raise SystemError_(unknown_system(name))
     return factory(version)
 
 

@@ -237,3 +237,109 @@ def test_a_system_sees_the_run_through_its_context(tmp_path):
         (sc, 7, str(tmp_path), os.path.join(str(tmp_path), "work"), None)
     assert ctx.events_dir == os.path.join(str(tmp_path), "events")
     assert ctx.host_routes == b.host_routes and ctx.storage_path == b.storage_path
+
+
+# -- a third system: one module, chosen by name in a scenario and on the command line ----
+
+THIRD_MODULE = '''
+from harness.systems import Capabilities, SystemUnderTest
+
+
+class TmpJars(SystemUnderTest):
+    """A system from a module nobody registered: found in harness/systems by its name."""
+
+    name = "tmpjars"
+
+    def capabilities(self, run_fields=None):
+        return Capabilities(backends=frozenset({"local"}))
+
+    def issues(self, scenario):
+        return [f"tmpjars cannot run {scenario.name}: no jars in this test"]
+
+
+SYSTEM = TmpJars
+'''
+
+
+@pytest.fixture
+def tmpjars(tmp_path, monkeypatch):
+    """harness/systems/tmpjars.py, as a user would add it (here: a folder of the package's
+    __path__, so the tree is not touched)."""
+    import sys
+    import harness.systems as systems
+    folder = tmp_path / "systems"
+    folder.mkdir()
+    (folder / "tmpjars.py").write_text(THIRD_MODULE)
+    monkeypatch.setattr(systems, "__path__", [*systems.__path__, str(folder)])
+    yield "tmpjars"
+    sys.modules.pop("harness.systems.tmpjars", None)
+
+
+def _third_system_scenario(systems_line: str, system: str = "tmpjars") -> str:
+    return (f"name: third\n{systems_line}\n"
+            f"cluster: {{datanodes: 1, config: {{dfs.replication: 1}}, system: {system}}}\n"
+            "workload: [{id: w1, client: c1, op: write, path: /f, size: 1KiB}]\n")
+
+
+def test_a_module_of_harness_systems_is_a_system_name(tmpjars):
+    from harness.systems import system_names
+    assert system_names() == ("minihdfs", "hadoop", "tmpjars")
+    assert type(get_system("tmpjars")).__name__ == "TmpJars"
+
+
+def test_the_two_systems_of_the_tree_are_the_names_in_todays_order():
+    from harness.systems import system_names
+    assert system_names() == ("minihdfs", "hadoop")
+
+
+def test_a_scenario_runs_on_a_third_system_module(tmpjars):
+    sc, issues = check_scenario_text(_third_system_scenario("systems: [minihdfs, hadoop, tmpjars]"),
+                                     "third.yaml")
+    assert issues == [] and sc.cluster.system == "tmpjars"
+    assert tuple(sc.systems) == ("minihdfs", "hadoop", "tmpjars")
+    # `systems:` left out: every system, the third included
+    sc, issues = check_scenario_text(_third_system_scenario(""), "third.yaml")
+    assert issues == [] and "tmpjars" in tuple(sc.systems)
+    # leaving the third out needs a reason, as leaving out any system does
+    _, issues = check_scenario_text(_third_system_scenario("systems: [minihdfs, hadoop]",
+                                                           "minihdfs"), "third.yaml")
+    assert [str(i) for i in issues if "systems_reason" in str(i)], issues
+
+
+def test_an_unknown_system_in_a_scenario_names_the_known_ones(tmpjars):
+    _, issues = check_scenario_text(_third_system_scenario("systems: [minihdfs, nosuch]"),
+                                    "third.yaml")
+    [line] = [str(i) for i in issues if "nosuch" in str(i)]
+    assert "\n" not in line and "unknown system 'nosuch'" in line
+    assert "minihdfs, hadoop, tmpjars" in line
+
+
+def test_the_command_line_chooses_a_third_system_module(tmpjars, tmp_path, capsys):
+    from harness.cli import build_parser, main
+    args = build_parser().parse_args(["run", "--system", "tmpjars", "s.yaml"])
+    assert args.system == "tmpjars"
+    assert build_parser().parse_args(["explore", "b.yaml", "--system", "tmpjars"]).system \
+        == "tmpjars"
+    # hdfs-chaos run asks the chosen system what it cannot run, before anything starts
+    path = tmp_path / "third.yaml"
+    path.write_text(_third_system_scenario(""))
+    assert main(["run", "--system", "tmpjars", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert "tmpjars cannot run third: no jars in this test" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_line_refuses_an_unknown_system_in_one_line(tmpjars, capsys):
+    from harness.cli import build_parser
+    with pytest.raises(SystemExit) as caught:
+        build_parser().parse_args(["run", "--system", "nosuch", "s.yaml"])
+    assert caught.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == ("hdfs-chaos run: error: argument --system: unknown system 'nosuch': "
+                    "use one of minihdfs, hadoop, tmpjars, both")
+
+
+def test_a_registered_system_is_a_name_on_the_command_line(ownjars):
+    from harness.cli import build_parser
+    from harness.systems import system_names
+    assert system_names()[-1] == "ownjars"
+    assert build_parser().parse_args(["run", "--system", "ownjars", "s.yaml"]).system == "ownjars"
