@@ -398,7 +398,7 @@ class LinkFault(Fault):
             for i, group in enumerate(groups):
                 for n in group:
                     if seen.setdefault(n, i) != i:
-                        raise ValueError(f"puts {n} in two groups of between; the partition "
+                        raise ValueError(f"{n} is in two groups of between; the partition "
                                          "would cut nothing clear")
             values["between"] = groups
         if "links" in values:
