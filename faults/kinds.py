@@ -5,7 +5,9 @@ their validation (`check`), and `inject(ctx)`, which builds the fault's effect (
 faults.base.Fault: the per-run state, healed by its `heal()`) and starts it. A class
 joins the registry with `@register("name")`, as a Toxiproxy toxic does with
 `toxics.Register`; the loader, the JSON Schema, the runner, the explorer and the checks
-all take kinds from `KINDS`, so a new kind is one class and nothing else.
+all take kinds from `KINDS`, so a new kind is one class and nothing else. A class also
+says which of its fields name nodes (`node_fields`: the runner resolves pipeline
+positions there) and how the explorer tries it (`explore`, `explore_order`).
 
 This module knows nothing about scenarios: it holds classes and the run-side context
 they act through.
@@ -32,6 +34,27 @@ def register(name: str) -> Callable[[type], type]:
         KINDS[name] = cls
         return cls
     return add
+
+
+@dataclass(frozen=True)
+class ExploreVariant:
+    """One way the explorer (harness.explore) tries a kind: on which targets, with which
+    YAML fields besides the target. `on` holds roles: "datanode", "client", "namenode"
+    (the NameNode itself) or "link" (a directed link near the point)."""
+
+    on: tuple[str, ...]
+    params: tuple[tuple[str, Any], ...] = ()
+
+
+def explored_kinds(role: str) -> list[tuple[str, ExploreVariant]]:
+    """(kind name, variant) for every variant of a registered kind on targets of `role`:
+    the kinds in their `explore_order` (ties: the order they were registered), each
+    kind's variants in the order it lists them. The explorer's schedules, their ids
+    and their order follow from this order."""
+    ranked = sorted(enumerate(KINDS.items()),
+                    key=lambda item: (getattr(item[1][1], "explore_order", 0), item[0]))
+    return [(name, variant) for _, (name, cls) in ranked
+            for variant in getattr(cls, "explore", ()) if role in variant.on]
 
 
 def unregister(name: str) -> None:

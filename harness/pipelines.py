@@ -12,7 +12,8 @@ fault on `c1.pipeline[1]` after a recovery names the node now second.
 - `LivePipelines`: the tracker over the run's live `events/*.jsonl` (its own tailer, so
   a resolution sees every line written up to the moment the fault fires).
 - `resolve_fault(spec, tracker)`: the scenario's fault with every position replaced by
-  the DataNode id, and the `c1.pipeline[1]=dn3` texts the injection event records.
+  the DataNode id, and the `c1.pipeline[1]=dn3` texts the injection event records. The
+  positions are looked for in the fields the fault's kind names nodes in (`node_fields`).
 
 A position that cannot be resolved (no pipeline yet, index beyond its length, a link
 whose two ends become the same node) raises `PositionError`: the run stops with that
@@ -21,7 +22,6 @@ error, it never silently acts on no node or on the wrong one.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any, Iterable
 
@@ -114,40 +114,38 @@ def resolve_fault(spec: Any, tracker: PipelineTracker) -> tuple[Any, list[str]]:
             resolved[name] = tracker.resolve(parse_position(name))
         return resolved[name]
 
-    changes: dict[str, Any] = {}
-    if isinstance(getattr(spec, "target", None), str):
-        changes["target"] = node(spec.target)
-    if getattr(spec, "between", None):
-        groups = tuple(tuple(dict.fromkeys(node(n) for n in g)) for g in spec.between)
-        seen: dict[str, int] = {}
-        for i, group in enumerate(groups):
-            for n in group:
-                if seen.setdefault(n, i) != i:
-                    raise PositionError(f"fault {spec.id}: {_pairs(resolved)} puts {n} in two "
-                                        "groups of between; the partition would cut nothing "
-                                        "clear")
-        changes["between"] = groups
-    if getattr(spec, "links", None):
-        links = []
-        for src, dst in spec.links:
-            a, b = node(src), node(dst)
-            if a == b:
-                raise PositionError(f"fault {spec.id}: the link {src} -> {dst} resolves to "
-                                    f"{a} -> {b} ({_pairs(resolved)}), not a link")
-            links.append((a, b))
-        changes["links"] = tuple(dict.fromkeys(links))
+    def walk(value: Any) -> Any:     # a name, or (nested) tuples of names
+        if isinstance(value, str):
+            return node(value)
+        if isinstance(value, (tuple, list)):
+            return tuple(walk(v) for v in value)
+        return value
+
+    changes = {name: walk(getattr(spec, name)) for name in _node_fields(spec)
+               if getattr(spec, name, None)}
     texts = [f"{k}={v}" for k, v in resolved.items()]
-    return dataclasses.replace(spec, **changes), texts
+    try:
+        return spec.with_nodes(changes), texts
+    except ValueError as e:           # the kind's word on nodes that make no sense
+        raise PositionError(f"fault {spec.id}: {e} ({_pairs(resolved)})") from None
+
+
+def _node_fields(spec: Any) -> tuple[str, ...]:
+    return tuple(getattr(spec, "node_fields", ()))
 
 
 def _names(spec: Any) -> list[str]:
-    names = []
-    if isinstance(getattr(spec, "target", None), str):
-        names.append(spec.target)
-    for link in getattr(spec, "links", None) or ():
-        names.extend(link)
-    for group in getattr(spec, "between", None) or ():
-        names.extend(group)
+    names: list[str] = []
+
+    def add(value: Any) -> None:
+        if isinstance(value, str):
+            names.append(value)
+        elif isinstance(value, (tuple, list)):
+            for v in value:
+                add(v)
+
+    for name in _node_fields(spec):
+        add(getattr(spec, name, None))
     return names
 
 

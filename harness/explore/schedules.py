@@ -1,11 +1,12 @@
 """Schedules: one or two faults at failure points, each a plain scenario.
 
-`faults_at(point, scenario_nodes)` lists the faults applicable at a point: kill, restart
-or pause a DataNode the point involves (its own node, its pipeline, upstream and
-downstream); crash or pause the client it involves; restart the NameNode; partition
-(reject, blackhole) or cut after some bytes a directed link near the point (client ->
-first DataNode, upstream -> node, node -> downstream). Each fault heals by itself after
-a short while (pauses, partitions, cuts) or at the end (kills), so the run can recover.
+`faults_at(point, scenario_nodes)` lists the faults applicable at a point: every variant
+(faults.kinds.ExploreVariant) of every registered kind on the DataNodes the point
+involves (its own node, its pipeline, upstream and downstream), on the client it
+involves, on the NameNode, and on the directed links near the point (client -> first
+DataNode, upstream -> node, node -> downstream). The kinds say which variants they have
+(today: kill, restart or pause a DataNode; crash or pause a client; restart the
+NameNode; partition or cut a link: harness.scenario.model); this module names no kind.
 
 A `Schedule` is the base scenario plus its faults, with exact triggers; `to_yaml` writes
 it as a scenario file that `hdfs-chaos run` takes as it is. Its `signature` is what
@@ -25,12 +26,10 @@ from typing import Iterable
 
 import yaml
 
-from .points import FailurePoint
+from faults.kinds import KINDS, explored_kinds
+from harness.scenario.model import CLIENT, DATANODE, LINK, NAMENODE
 
-PAUSE_FOR = "5s"          # longer than the base scenarios' socket timeout and lease hard limit
-PARTITION_FOR = "3s"
-CUT_BYTES = 700           # a few hundred bytes: mid-header or early in the first packet
-RESTART_DOWN = "1s"
+from .points import FailurePoint
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,10 +43,12 @@ class FaultChoice:
 
     def spec(self, fault_id: str, trigger: dict) -> dict:
         doc: dict = {"id": fault_id, "kind": self.kind}
+        # the target goes in the kind's first node field: a node, or one link [[a, b]]
+        fields = getattr(KINDS.get(self.kind), "node_fields", None)
         if isinstance(self.target, tuple):
-            doc["links"] = [list(self.target)]
+            doc[fields[0] if fields else "links"] = [list(self.target)]
         else:
-            doc["target"] = self.target
+            doc[fields[0] if fields else "target"] = self.target
         doc.update(dict(self.params))
         doc["at"] = trigger
         return doc
@@ -96,20 +97,11 @@ def faults_at(point: FailurePoint, datanodes: Iterable[str], clients: Iterable[s
         rel[writers[path]] = "writer"
     out: list[FaultChoice] = []
     for node, r in sorted(rel.items()):
-        if node in dns:
-            out += [FaultChoice("kill", node, r),
-                    FaultChoice("restart", node, r, (("down", RESTART_DOWN),)),
-                    FaultChoice("pause", node, r, (("duration", PAUSE_FOR),))]
-        else:
-            out += [FaultChoice("crash_client", node, r),
-                    FaultChoice("pause", node, r, (("duration", PAUSE_FOR),))]
-    out.append(FaultChoice("restart", "nn", "namenode", (("down", RESTART_DOWN),)))
+        role = DATANODE if node in dns else CLIENT
+        out += [FaultChoice(kind, node, r, v.params) for kind, v in explored_kinds(role)]
+    out += [FaultChoice(kind, "nn", "namenode", v.params) for kind, v in explored_kinds(NAMENODE)]
     for link, r in _links(point, dns, cls, rel):
-        for mode in ("reject", "blackhole"):
-            out.append(FaultChoice("partition", link, r,
-                                   (("duration", PARTITION_FOR), ("mode", mode))))
-        out.append(FaultChoice("cut_after_bytes", link, r,
-                               (("bytes", CUT_BYTES), ("duration", PARTITION_FOR))))
+        out += [FaultChoice(kind, link, r, v.params) for kind, v in explored_kinds(LINK)]
     return out
 
 

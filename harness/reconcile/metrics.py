@@ -47,8 +47,9 @@ UNITS = {"lease_recovery_s": "s", "pipeline_recovery_s": "s", "block_recovery_s"
 
 def pipeline_latencies(runs: RunSet) -> DataFrame:
     """run_id, fault, kind, ts, latency: fault injection to the pipeline recovery it caused."""
-    faults = (runs.of("harness.fault.inject").filter(F.coalesce(F.col("kind"), F.lit("")) != "heal")
-              .select("run_id", "eid", "ts", "fault", "kind", "target"))
+    # every inject is a fault of its own (a heal fault holds no effect and logs none)
+    faults = runs.of("harness.fault.inject").select("run_id", "eid", "ts", "fault", "kind",
+                                                    "target")
     w = Window.partitionBy("run_id").orderBy("ts", "eid")
     faults = faults.withColumn("next_fault", F.lead("ts").over(w))
     rec = runs.of("client.pipeline.recovered").select("run_id", "eid", "ts", "block", "node")

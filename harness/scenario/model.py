@@ -30,7 +30,7 @@ from .fields import (INVALID, AnyValue, Bool, Context, Duration, Enum, HadoopCon
 # the effects each kind starts (faults/), and the registry of kinds
 from faults import disk as disk_effects, network as net_effects, process as node_effects
 from faults.grudge import complete_grudge, directed
-from faults.kinds import KINDS, FaultContext, register
+from faults.kinds import KINDS, ExploreVariant, FaultContext, register
 
 CHECK_IDS: tuple[str, ...] = (
     ("I1",) + tuple(f"P{i}" for i in range(1, 8)) + tuple(f"L{i}" for i in range(1, 7))
@@ -246,6 +246,15 @@ _NODE_OR_POSITION = ("the node, or a DataNode by its place in a client's pipelin
                      "c1.pipeline[last]")
 _DN_OR_POSITION = "the DataNode, or its place in a client's pipeline such as c1.pipeline[1]"
 
+# How the explorer (harness.explore) tries the kinds: each heals by itself after a short
+# while (pauses, partitions, cuts) or at the end (kills), so the run can recover.
+EXPLORE_PAUSE_FOR = "5s"     # longer than the base scenarios' socket timeout and lease hard limit
+EXPLORE_PARTITION_FOR = "3s"
+EXPLORE_CUT_BYTES = 700      # a few hundred bytes: mid-header or early in the first packet
+EXPLORE_RESTART_DOWN = "1s"
+LINK = "link"
+"""The explorer's role for a directed link near a point (ExploreVariant.on)."""
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Fault:
     """A fault: injected when `at` fires, healed after `duration` or when `heal` fires.
@@ -259,6 +268,13 @@ class Fault:
     lasting: ClassVar[bool] = True
     # the target node is gone for good once injected (killed, crashed)
     ends_node: ClassVar[bool] = False
+    # the fields that name nodes (a node, links [[a, b]], groups [[a, b], [c]]): where the
+    # runner resolves pipeline positions such as c1.pipeline[1]
+    node_fields: ClassVar[tuple[str, ...]] = ("target",)
+    # how the explorer tries this kind (faults.kinds.ExploreVariant); kinds with a lower
+    # explore_order are tried first at each target
+    explore: ClassVar[tuple[ExploreVariant, ...]] = ()
+    explore_order: ClassVar[int] = 0
     id: str = spec(Str(ID_PATTERN, _ID), "unique id of the fault",
                    required="every fault has an id")
     at: Trigger = spec(TRIGGER, "when to inject the fault",
@@ -285,8 +301,13 @@ class Fault:
     @property
     def targets(self) -> tuple[str, ...]:
         """The nodes this fault acts on (for logs and reports)."""
-        target = getattr(self, "target", None)
-        return (target,) if target else ()
+        return tuple(dict.fromkeys(n for name in self.node_fields
+                                   for n in _flat_nodes(getattr(self, name, None))))
+
+    def with_nodes(self, values: dict[str, Any]) -> "Fault":
+        """This fault with its node fields set to `values` (pipeline positions resolved to
+        nodes); ValueError, one line, when the nodes make the fault meaningless."""
+        return dataclasses.replace(self, **values)
 
     def check_in_scenario(self, ctx: Context, plan, path: str) -> None:
         """Checks that need the other faults, once all are read; `plan` is the loader's
@@ -314,6 +335,15 @@ class Fault:
         return {"control": ctx.control, **self._common(ctx)}
 
 
+def _flat_nodes(value) -> list[str]:
+    """The node names in a node field's value: a name, or (nested) tuples of names."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [n for v in value for n in _flat_nodes(v)]
+    return []
+
+
 _ANY = NodeRef(ANY_NODE, "a link joins two nodes", positions=True)
 
 
@@ -326,6 +356,7 @@ class LinkFault(Fault):
     """A fault on directed links X -> Y (Toxiproxy): `links`, or `between` groups."""
 
     json_schema_extra: ClassVar = staticmethod(_links_schema)
+    node_fields: ClassVar[tuple[str, ...]] = ("links", "between")
 
     links: tuple[tuple[str, str], ...] = spec(
         ListOf(Pair(_ANY), min_items=1, what="link"),
@@ -360,6 +391,25 @@ class LinkFault(Fault):
     def targets(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(n for link in self.links for n in link))
 
+    def with_nodes(self, values):
+        values = dict(values)
+        if values.get("between"):
+            groups = tuple(tuple(dict.fromkeys(g)) for g in values["between"])
+            seen: dict[str, int] = {}
+            for i, group in enumerate(groups):
+                for n in group:
+                    if seen.setdefault(n, i) != i:
+                        raise ValueError(f"{n} is in two groups of between; the partition "
+                                         "would cut nothing clear")
+            values["between"] = groups
+        if "links" in values:
+            for (src, dst), (a, b) in zip(self.links, values["links"]):
+                if a == b:
+                    raise ValueError(f"the link {src} -> {dst} resolves to {a} -> {b}, "
+                                     "not a link")
+            values["links"] = tuple(dict.fromkeys(tuple(link) for link in values["links"]))
+        return super().with_nodes(values)
+
     def _net(self, ctx: FaultContext) -> dict[str, Any]:
         return {"mesh": ctx.mesh, **self._common(ctx)}
 
@@ -374,6 +424,11 @@ def between_links(groups) -> tuple[tuple[str, str], ...]:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PartitionFault(LinkFault):
     """Cut links: `blackhole` (timeout toxic: bytes vanish) or `reject` (proxy down)."""
+
+    explore: ClassVar = tuple(ExploreVariant((LINK,), (("duration", EXPLORE_PARTITION_FOR),
+                                                       ("mode", mode)))
+                              for mode in ("reject", "blackhole"))
+    explore_order: ClassVar[int] = 10
 
     mode: str = spec(Enum(("blackhole", "reject"), "partition mode"),
                      "blackhole: data is dropped silently; reject: connections are refused",
@@ -411,6 +466,10 @@ class BandwidthFault(LinkFault):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CutAfterBytesFault(LinkFault):
     """Close the connections on the links once `bytes` have passed (Toxiproxy limit_data)."""
+
+    explore: ClassVar = (ExploreVariant((LINK,), (("bytes", EXPLORE_CUT_BYTES),
+                                                  ("duration", EXPLORE_PARTITION_FOR))),)
+    explore_order: ClassVar[int] = 20
 
     bytes: int = spec(Size(), "bytes let through before the cut", required=True)
 
@@ -459,6 +518,8 @@ class SlicerFault(LinkFault):
 class DisconnectFault(Fault):
     """Disconnect a node's container from the run network (docker backend)."""
 
+    node_fields: ClassVar[tuple[str, ...]] = ("target",)
+
     target: str = spec(NodeRef(ANY_NODE, "disconnect needs a node", positions=True),
                        _NODE_OR_POSITION, required=True)
 
@@ -473,6 +534,10 @@ class DisconnectFault(Fault):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class KillFault(Fault):
     """SIGKILL a node (healing starts it again)."""
+
+    node_fields: ClassVar[tuple[str, ...]] = ("target",)
+    explore: ClassVar = (ExploreVariant((DATANODE,)),)
+    explore_order: ClassVar[int] = 10
 
     ends_node: ClassVar[bool] = True
 
@@ -510,6 +575,11 @@ class KillFault(Fault):
 class RestartFault(Fault):
     """Stop the NameNode or a DataNode, wait `down`, start it again."""
 
+    node_fields: ClassVar[tuple[str, ...]] = ("target",)
+    explore: ClassVar = (ExploreVariant((DATANODE, NAMENODE),
+                                        (("down", EXPLORE_RESTART_DOWN),)),)
+    explore_order: ClassVar[int] = 20
+
     target: str = spec(NodeRef(SERVER, "restart needs the NameNode or a DataNode",
                                positions=True), _NODE_OR_POSITION, required=True)
     down: float = spec(Duration(), "how long the node stays down", default=0.0, example="0s")
@@ -523,6 +593,10 @@ class RestartFault(Fault):
 class PauseFault(Fault):
     """SIGSTOP a node (a long GC pause); healing or a `resume` fault continues it."""
 
+    node_fields: ClassVar[tuple[str, ...]] = ("target",)
+    explore: ClassVar = (ExploreVariant((DATANODE, CLIENT), (("duration", EXPLORE_PAUSE_FOR),)),)
+    explore_order: ClassVar[int] = 30
+
     target: str = spec(NodeRef(ANY_NODE, "pause needs a node", positions=True),
                        _NODE_OR_POSITION, required=True)
 
@@ -534,6 +608,8 @@ class PauseFault(Fault):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ResumeFault(Fault):
     """SIGCONT a node that a `pause` fault stopped."""
+
+    node_fields: ClassVar[tuple[str, ...]] = ("target",)
 
     lasting: ClassVar[bool] = False
 
@@ -577,6 +653,10 @@ class ResumeFault(Fault):
 class CrashClientFault(Fault):
     """Kill a client process mid-write: its lease is left to expire and be recovered."""
 
+    node_fields: ClassVar[tuple[str, ...]] = ("target",)
+    explore: ClassVar = (ExploreVariant((CLIENT,)),)
+    explore_order: ClassVar[int] = 10
+
     lasting: ClassVar[bool] = False
     ends_node: ClassVar[bool] = True
 
@@ -596,6 +676,8 @@ def _replica_schema(out: dict, defs: dict) -> None:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ReplicaFault(Fault):
     """A disk fault on one replica of a DataNode: `block` id, or `file` + block `index`."""
+
+    node_fields: ClassVar[tuple[str, ...]] = ("target",)
 
     lasting: ClassVar[bool] = False   # permanent: nothing to heal
 
@@ -663,6 +745,7 @@ class HealFault(Fault):
     """Heal another fault (`fault`) when `at` fires."""
 
     lasting: ClassVar[bool] = False
+    node_fields: ClassVar[tuple[str, ...]] = ()   # it names a fault, not a node
 
     fault: str = spec(Ref("fault", "a fault id"), "the id of the fault to heal", required=True)
 

@@ -404,3 +404,46 @@ def test_depth_two_leaves_out_faults_on_a_client_that_had_ended_its_work(tmp_pat
     write([e for e in events if e["event"] != "client.op.end"])
     targets = {s.steps[1].fault.target for s in x.depth2(parent, str(run))}
     assert "c1" in targets
+
+
+# -- kinds from the registry ----------------------------------------------------------------
+
+@pytest.fixture
+def nudge_kind():
+    """A kind registered here alone, explored on DataNodes and clients (field `node`)."""
+    import dataclasses
+    from typing import ClassVar
+
+    from faults.kinds import ExploreVariant, register, unregister
+    from harness.scenario.fields import Duration, NodeRef, spec
+    from harness.scenario.model import ANY_NODE, Fault as ScenarioFault
+
+    @register("nudge")
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class NudgeFault(ScenarioFault):
+        """Nudge a node."""
+
+        node_fields: ClassVar[tuple[str, ...]] = ("node",)
+        explore: ClassVar = (ExploreVariant(("datanode", "client"), (("gap", "2s"),)),)
+        explore_order: ClassVar[int] = 25          # after restart, before pause
+        node: str = spec(NodeRef(ANY_NODE, "nudge needs a node"), "the node", required=True)
+        gap: float = spec(Duration(), "the gap", default=0.0, example="0s")
+
+    yield NudgeFault
+    unregister("nudge")
+
+
+def test_a_registered_kind_with_explore_variants_is_explored_in_its_order(nudge_kind):
+    p = next(p for p in points() if p.event == "dn.pipeline.setup" and p.node == "dn2")
+    choices = faults_at(p, ["dn1", "dn2", "dn3"], ["c1"])
+    on_dn2 = [c.kind for c in choices if c.target == "dn2"]
+    assert on_dn2 == ["kill", "restart", "nudge", "pause"]
+    nudge = next(c for c in choices if c.kind == "nudge" and c.target == "dn2")
+    assert (nudge.relation, nudge.params) == ("self", (("gap", "2s"),))
+    assert not any(c.kind == "nudge" for c in choices if c.target == "nn"
+                   or isinstance(c.target, tuple))
+    doc = scenario_doc(yaml.safe_load(SCENARIO), Schedule((Step(p, nudge),)))
+    assert doc["faults"][-1] == {"id": "x1", "kind": "nudge", "node": "dn2", "gap": "2s",
+                                 "at": p.trigger()}
+    scenario = load_scenario_text(to_yaml(doc))
+    assert isinstance(scenario.fault("x1"), nudge_kind) and scenario.fault("x1").gap == 2.0

@@ -233,3 +233,7 @@ def test_a_heal_fault_heals_a_registered_kind_through_the_runner(tmp_path, mark_
     assert run.fired == ["m1", "h1"] and list(run.active) == ["m1"] and run.errors == []
     assert not run.active["m1"].active
     run.log.close()
+    # a heal logs no harness.fault.inject: the checks and metrics count every inject as a
+    # fault of its own, with no filter on kind heal
+    events = [json.loads(line) for line in (tmp_path / "harness.jsonl").read_text().splitlines()]
+    assert [e["fault"] for e in events if e["event"] == "harness.fault.inject"] == ["m1"]

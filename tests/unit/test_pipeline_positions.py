@@ -239,6 +239,52 @@ def test_a_link_that_resolves_to_one_node_is_an_error():
         resolve_fault(sc.fault("p"), _tracker(["dn3", "dn1", "dn4"]))
 
 
+def test_groups_that_resolve_to_one_node_in_two_groups_are_an_error():
+    sc = load_scenario_text(BASE + "  - {id: q, kind: partition, between: [[dn3], "
+                                   "[c1.pipeline.0]], at: 2s}\n")
+    with pytest.raises(PositionError, match=r"fault q: dn3 is in two groups of between.*"
+                                            r"\(c1.pipeline\[0\] = dn3\)"):
+        resolve_fault(sc.fault("q"), _tracker(["dn3", "dn1", "dn4"]))
+
+
+@pytest.fixture
+def tag_kind():
+    """A kind registered here alone, whose nodes are in fields named `node` and `peers`."""
+    import dataclasses
+    from typing import ClassVar
+
+    from faults.kinds import register, unregister
+    from harness.scenario.fields import ListOf, NodeRef, spec
+    from harness.scenario.model import ANY_NODE, Fault as ScenarioFault
+
+    @register("tag")
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class TagFault(ScenarioFault):
+        """Tag a node, and tell its peers."""
+
+        node_fields: ClassVar[tuple[str, ...]] = ("node", "peers")
+        node: str = spec(NodeRef(ANY_NODE, "tag needs a node", positions=True),
+                         "the node or its pipeline position", required=True)
+        peers: tuple[str, ...] = spec(ListOf(NodeRef(ANY_NODE, "peers are nodes",
+                                                     positions=True)), "the peers", default=())
+
+    yield TagFault
+    unregister("tag")
+
+
+def test_positions_are_resolved_in_the_node_fields_a_kind_declares(tag_kind):
+    sc = load_scenario_text(BASE + "  - {id: g, kind: tag, node: c1.pipeline.1, "
+                                   "peers: [dn2, c1.pipeline.last], at: 2s}\n")
+    fault = sc.fault("g")
+    assert has_positions(fault)
+    tagged, texts = resolve_fault(fault, _tracker(["dn3", "dn1", "dn4"]))
+    assert type(tagged) is tag_kind and (tagged.node, tagged.peers) == ("dn1", ("dn2", "dn4"))
+    assert texts == ["c1.pipeline[1]=dn1", "c1.pipeline[last]=dn4"]
+    assert tagged.targets == ("dn1", "dn2", "dn4")
+    with pytest.raises(PositionError, match="c1 has set up no pipeline"):
+        resolve_fault(fault, PipelineTracker())
+
+
 def test_live_pipelines_read_the_run_logs_as_they_grow(tmp_path):
     live = LivePipelines(tmp_path)
     with pytest.raises(PositionError):

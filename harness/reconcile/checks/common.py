@@ -227,10 +227,12 @@ def fault_windows(runs: RunSet) -> DataFrame:
     harness.fault.inject to its harness.fault.heal (or the end of the run); f_text is its
     target and parameters as text, to find the nodes it touches."""
     def build():
-        inj = runs.of("harness.fault.inject").filter(F.coalesce(F.col("kind"), F.lit("")) != "heal") \
-            .select("run_id", "fault", "kind", F.col("ts").alias("f_start"),
-                    F.concat_ws(" ", F.coalesce("target", F.lit("")),
-                                F.coalesce("params", F.lit(""))).alias("f_text"))
+        # a heal fault logs no harness.fault.inject (it holds no effect): every inject is
+        # a fault of its own
+        inj = runs.of("harness.fault.inject").select(
+            "run_id", "fault", "kind", F.col("ts").alias("f_start"),
+            F.concat_ws(" ", F.coalesce("target", F.lit("")),
+                        F.coalesce("params", F.lit(""))).alias("f_text"))
         heal = (runs.of("harness.fault.heal").groupBy("run_id", "fault")
                 .agg(F.max("ts").alias("f_heal")))
         return (inj.join(heal, ["run_id", "fault"], "left").join(runs.bounds, "run_id", "left")
