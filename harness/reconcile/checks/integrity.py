@@ -33,6 +33,16 @@ def check_i1(runs: RunSet) -> Outcome:
     line; final_state.json exists and parses; the cluster settled before it was taken
     (harness.quiescent reached); harness.run.end says the run went through."""
     facts = _driver_facts(runs)
+    no_events, no_final, bad_final = _i1_missing_files(runs, facts)
+    not_ok, unsettled, no_end = _i1_run_end(runs, facts)
+    return Outcome(runs.runs_df,
+                   union_all([no_events, no_final, bad_final, _i1_no_log(runs),
+                              _i1_bad_logs(runs), not_ok, unsettled, no_end]))
+
+
+def _i1_missing_files(runs: RunSet, facts: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """I1's violations of the run folder: no event logs; no final_state.json; one that
+    does not parse."""
     no_events = violation(
         facts.filter(~F.col("has_events")),
         "the run has no event logs (no events/*.jsonl): nothing of it can be checked",
@@ -45,19 +55,27 @@ def check_i1(runs: RunSet) -> Outcome:
     bad_final = violation(unreadable, "final_state.json does not parse",
                           ts=F.lit(None), node=F.lit("final_state"),
                           event=F.lit("final_state.json"))
+    return no_events, no_final, bad_final
 
-    stats = runs.log_stats
+
+def _i1_no_log(runs: RunSet) -> DataFrame:
+    """I1's violations of processes the harness started (harness.node.start) that left
+    no log."""
     started = (runs.of("harness.node.start").filter(F.col("target").isNotNull())
                .groupBy("run_id", "target").agg(F.min("ts").alias("ts")))
-    missing = started.join(stats.select("run_id", F.col("log").alias("target")),
+    missing = started.join(runs.log_stats.select("run_id", F.col("log").alias("target")),
                            ["run_id", "target"], "left_anti")
-    no_log = violation(
+    return violation(
         missing, F.format_string("%s was started by the harness but left no log "
                                  "(events/%s.jsonl is missing)", F.col("target"),
                                  F.col("target")),
         F.col("target").alias("process"), node="target", event=F.lit("harness.node.start"))
 
-    logs = stats.withColumn("what", F.concat_ws("; ", F.array_compact(F.array(
+
+def _i1_bad_logs(runs: RunSet) -> DataFrame:
+    """I1's violations of the logs themselves: empty, not starting at seq 0, seqs not
+    each once, malformed lines (all of a log's faults in one row)."""
+    logs = runs.log_stats.withColumn("what", F.concat_ws("; ", F.array_compact(F.array(
         F.when(F.col("lines") == 0, F.lit("the log is empty")),
         F.when(F.col("min_seq") != 0,
                F.format_string("its first seq is %d, not 0 (the start of the log is lost)",
@@ -72,12 +90,16 @@ def check_i1(runs: RunSet) -> Outcome:
                                        "%d line(s) without a seq", F.col("no_seq")))))))),
         F.when(F.col("malformed") > 0,
                F.format_string("%d malformed line(s)", F.col("malformed")))))))
-    bad_logs = violation(
+    return violation(
         logs.filter(F.col("what") != ""),
         F.format_string("events/%s.jsonl: %s", F.col("log"), F.col("what")),
         "log", "lines", "malformed", "min_seq", "max_seq", "seq_missing", "seq_repeated",
         ts=F.lit(None), node=F.coalesce("node", "log"), event=F.lit("log"))
 
+
+def _i1_run_end(runs: RunSet, facts: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """I1's violations of how the run ended: harness.run.end not ok; the cluster never
+    settled; no harness.run.end at all."""
     ends = runs.of("harness.run.end").select("run_id", "ts", "node", "event", "status")
     not_ok = violation(
         ends.filter(~F.coalesce(F.col("status").isin(*RUN_OK), F.lit(False))),
@@ -96,6 +118,4 @@ def check_i1(runs: RunSet) -> Outcome:
         facts.filter("has_events").join(ends, "run_id", "left_anti"),
         "the harness log has no harness.run.end: the run did not finish (or its log is cut)",
         ts=F.lit(None), node=F.lit("harness"), event=F.lit("harness.run.end"))
-    return Outcome(runs.runs_df,
-                   union_all([no_events, no_final, bad_final, no_log, bad_logs, not_ok,
-                              unsettled, no_end]))
+    return not_ok, unsettled, no_end
