@@ -4,7 +4,7 @@ and whom it blames when a new block's pipeline cannot be set up (P7)."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window, functions as F
+from pyspark.sql import Column, DataFrame, Window, functions as F
 
 from ..load import RunSet
 from .common import (LOG_SLACK_S, Outcome, Starts, assign_stream, base, client_streams,
@@ -423,6 +423,35 @@ def check_p7(runs: RunSet) -> Outcome:
     allocation for the file excludes that node (`excluded`, when logged) and does not
     place it. A setup the first node reports as SUCCESS failed elsewhere, and one of a
     block whose recovery had started may have been cut by it: not judged."""
+    judged = _p7_judged(runs)
+    alloc = base(runs.of("nn.block.allocate"), "path", "block", "pipeline", "excluded") \
+        .withColumnRenamed("pipeline", "a_pipeline")
+    nxt = first_after(judged, alloc.select("run_id", "path", "ts", "eid", "block",
+                                           "a_pipeline", "excluded"),
+                      ["run_id", "path"], "n_")
+    why = (F.when(F.col("bad_node").isNull() | (F.col("bad_node") != F.col("named")),
+                  F.format_string("the client blamed %s, but the DataNodes' setup names %s "
+                                  "(%s)", F.coalesce(F.col("bad_node"), F.lit("nobody")),
+                                  F.col("named"), _p7_setup_said()))
+           .when(F.col("n_excluded").isNotNull()
+                 & ~F.array_contains(F.col("n_excluded"), F.col("named")),
+                 F.format_string("the next addBlock excluded [%s], not %s",
+                                 F.array_join(F.col("n_excluded"), ","), F.col("named")))
+           .when(F.array_contains(F.coalesce(F.col("n_a_pipeline"),
+                                             F.array().cast("array<string>")), F.col("named")),
+                 F.format_string("the next block %d was placed on %s again", F.col("n_block"),
+                                 F.col("named"))))
+    bad = nxt.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(judged), violation(
+        bad, F.col("why"), "path", "block", "gs", "pipeline", "bad_node",
+        F.col("named").alias("setup_names"), F.col("d_status").alias("first_node_status"),
+        F.col("d_fbl").alias("first_bad_link"), F.col("n_block").alias("next_block"),
+        F.col("n_a_pipeline").alias("next_pipeline"), F.col("n_excluded").alias("excluded")))
+
+
+def _p7_judged(runs: RunSet) -> DataFrame:
+    """The failed setups P7 judges, with `named` (the node the DataNodes' setup names) and
+    the first node's last dn.pipeline.setup of the block (d_ts, d_status, d_fbl)."""
     errs = base(P7_STARTS[0].rows(runs), "path", "block", "gs", "stage", "pipeline",
                 "bad_node")
     errs = errs.withColumn("first", F.col("pipeline")[0])
@@ -442,35 +471,16 @@ def check_p7(runs: RunSet) -> Outcome:
     # reaches the client, which can only blame the node it lost; not a blame to judge
     rec = runs.of("nn.recovery.start").select(
         F.col("run_id").alias("_rr"), F.col("block").alias("_rb"), F.col("ts").alias("_rt"))
-    judged = j.filter(F.col("named").isNotNull()).join(
+    return j.filter(F.col("named").isNotNull()).join(
         rec, (j["run_id"] == rec["_rr"]) & (j["block"] == rec["_rb"])
         & (rec["_rt"] <= j["ts"] + LOG_SLACK_S), "left_anti")
-    alloc = base(runs.of("nn.block.allocate"), "path", "block", "pipeline", "excluded") \
-        .withColumnRenamed("pipeline", "a_pipeline")
-    nxt = first_after(judged, alloc.select("run_id", "path", "ts", "eid", "block",
-                                           "a_pipeline", "excluded"),
-                      ["run_id", "path"], "n_")
-    setup_said = (F.when(F.col("d_ts").isNull(),
-                         F.format_string("%s never logged the setup: the client could not "
-                                         "connect", F.col("first")))
-                  .otherwise(F.format_string("%s answered %s, firstBadLink %s", F.col("first"),
-                                             F.col("d_status"),
-                                             F.coalesce(F.col("d_fbl"), F.lit("none")))))
-    why = (F.when(F.col("bad_node").isNull() | (F.col("bad_node") != F.col("named")),
-                  F.format_string("the client blamed %s, but the DataNodes' setup names %s "
-                                  "(%s)", F.coalesce(F.col("bad_node"), F.lit("nobody")),
-                                  F.col("named"), setup_said))
-           .when(F.col("n_excluded").isNotNull()
-                 & ~F.array_contains(F.col("n_excluded"), F.col("named")),
-                 F.format_string("the next addBlock excluded [%s], not %s",
-                                 F.array_join(F.col("n_excluded"), ","), F.col("named")))
-           .when(F.array_contains(F.coalesce(F.col("n_a_pipeline"),
-                                             F.array().cast("array<string>")), F.col("named")),
-                 F.format_string("the next block %d was placed on %s again", F.col("n_block"),
-                                 F.col("named"))))
-    bad = nxt.withColumn("why", why).filter(F.col("why").isNotNull())
-    return Outcome(runs_of(judged), violation(
-        bad, F.col("why"), "path", "block", "gs", "pipeline", "bad_node",
-        F.col("named").alias("setup_names"), F.col("d_status").alias("first_node_status"),
-        F.col("d_fbl").alias("first_bad_link"), F.col("n_block").alias("next_block"),
-        F.col("n_a_pipeline").alias("next_pipeline"), F.col("n_excluded").alias("excluded")))
+
+
+def _p7_setup_said() -> Column:
+    """What the first node's setup said, for P7's evidence."""
+    return (F.when(F.col("d_ts").isNull(),
+                   F.format_string("%s never logged the setup: the client could not "
+                                   "connect", F.col("first")))
+            .otherwise(F.format_string("%s answered %s, firstBadLink %s", F.col("first"),
+                                       F.col("d_status"),
+                                       F.coalesce(F.col("d_fbl"), F.lit("none")))))
