@@ -246,6 +246,13 @@ def check_l5(runs: RunSet) -> Outcome:
     of that holder on that path (nn.block.allocate, nn.block.update_pipeline and
     nn.block.abandon carry the holder; until it opens the file again), and its stream
     never closes successfully."""
+    shut = _l5_shut_out(runs)
+    return Outcome(runs_of(shut), _l5_namenode(runs, shut).unionByName(_l5_client(runs, shut)))
+
+
+def _l5_shut_out(runs: RunSet) -> DataFrame:
+    """run_id, path, shut, ts, eid, event, until: each holder shut out of a path by a
+    reassign or a recovery, from then until it is added again (null: never)."""
     rea = runs.of("nn.lease.reassign").filter(F.col("old_holder") != F.col("holder")) \
         .select("run_id", "path", F.col("old_holder").alias("shut"), "ts", "eid", "event")
     rec = (runs.of("nn.lease.recover").filter((F.col("result") == "recovering")
@@ -253,9 +260,13 @@ def check_l5(runs: RunSet) -> Outcome:
            .select("run_id", "path", F.col("holder").alias("shut"), "ts", "eid", "event"))
     shut = rea.unionByName(rec).filter(F.col("shut").isNotNull() & F.col("path").isNotNull())
     readd = runs.of("nn.lease.add").select("run_id", "path", F.col("holder").alias("shut"), "ts", "eid")
-    shut = (first_after(shut, readd, ["run_id", "path", "shut"], "re_")
+    return (first_after(shut, readd, ["run_id", "path", "shut"], "re_")
             .withColumnRenamed("re_ts", "until").drop("re_eid"))
-    # NameNode side: operations accepted from the shut-out holder.
+
+
+def _l5_namenode(runs: RunSet, shut: DataFrame) -> DataFrame:
+    """L5's violations on the NameNode's side: operations accepted from a holder while
+    it was shut out."""
     # updatePipeline names the block, not always the path: the block's allocation does
     block_path = (runs.of("nn.block.allocate").filter(F.col("block").isNotNull())
                   .groupBy("run_id", "block").agg(F.first("path", True).alias("_bp")))
@@ -269,14 +280,18 @@ def check_l5(runs: RunSet) -> Outcome:
     j = shut.join(accepted, (shut["run_id"] == accepted["_r"]) & (shut["path"] == accepted["_p"])
                   & (shut["shut"] == accepted["_h"]) & (accepted["a_ts"] > shut["ts"])
                   & (shut["until"].isNull() | (accepted["a_ts"] < shut["until"])))
-    nn_v = violation(
+    return violation(
         j, F.format_string("the NameNode accepted %s from %s on %s after its lease was "
                            "recovered/reassigned at %.6f", F.col("a_event"), F.col("shut"),
                            F.col("path"), F.col("ts")),
         "path", F.col("shut").alias("old_holder"), F.col("ts").alias("shut_out_at"),
         ts="a_ts", node="a_node", event="a_event")
-    # Client side: the old holder's stream (opened before) reports a successful close,
-    # while the NameNode never accepted its complete before the recovery.
+
+
+def _l5_client(runs: RunSet, shut: DataFrame) -> DataFrame:
+    """L5's violations on the client's side: the shut-out holder's stream (opened
+    before) reports a successful close, while the NameNode never accepted its complete
+    before the recovery."""
     st = client_streams(runs)
     closes = assign_stream(base(runs.of("client.close").filter(F.col("ok")), "path", "len"), st)
     c = closes.select(F.col("run_id").alias("_r"), F.col("path").alias("_p"),
@@ -291,13 +306,12 @@ def check_l5(runs: RunSet) -> Outcome:
     jc = jc.join(done, (jc["run_id"] == done["_r2"]) & (jc["path"] == done["_p2"])
                  & (jc["shut"] == done["_h2"]) & (done["_t2"] >= jc["c_open"])
                  & (done["_t2"] <= jc["ts"]), "left_anti")
-    cl_v = violation(
+    return violation(
         jc, F.format_string("%s's stream on %s closed successfully after its lease was "
                             "recovered/reassigned at %.6f", F.col("shut"), F.col("path"),
                             F.col("ts")),
         "path", F.col("shut").alias("old_holder"), F.col("ts").alias("shut_out_at"),
         ts="c_ts", node="c_node", event=F.lit("client.close"))
-    return Outcome(runs_of(shut), nn_v.unionByName(cl_v))
 
 
 def check_l6(runs: RunSet) -> Outcome:
