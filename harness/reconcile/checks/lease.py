@@ -92,15 +92,34 @@ def check_l3(runs: RunSet) -> Outcome:
     recovery by the monitor that fails (nn.lease.recover by the NameNode, result error)
     leaves the lease, as Hadoop 3.x's checkLeases does, and must be retried within 2
     monitor intervals until it succeeds."""
-    # the NameNode's own holder: HDFS_NameNode, on 3.x with a timestamp suffix
-    iv = lease_intervals(runs).filter(~F.col("holder").startswith(NAMENODE_HOLDER)) \
-        .withColumn("ikey", F.col("s_eid"))
+    ren = _l3_renewals(runs)
+    gaps = _l3_clock(runs, ren)
+    long_gaps = gaps.filter(F.col("p_kind").isin("renew", "resume")
+                            & (F.col("next_ts") - F.col("renewed") > F.col("hard_limit")))
+    exp = with_conf(runs, base(runs.of("nn.lease.expired"), "holder", "limit")
+                    .filter(F.col("limit") == "hard"))
+    exp = last_renewal(runs, exp, renewals=ren)
+    return Outcome(runs_of(long_gaps).unionByName(runs_of(exp)).distinct(),
+                   _l3_late(gaps).unionByName(_l3_early(exp)))
+
+
+def _l3_renewals(runs: RunSet) -> DataFrame:
+    """run_id, holder, ts, eid, event, kind ("renew"): the renewals of L3's clock."""
     # the NameNode's renewals: the holder's own, and those inside a lease recovery that
     # leaves the file open (a recovering client that calls recoverLease again renews its
     # lease; HDFS's reassignLease -> addLease)
-    ren = union_all([runs.of("nn.lease.renew", "nn.lease.add", "nn.lease.reassign")
-                     .select("run_id", "holder", "ts", "eid", "event"), recovery_renewals(runs)]) \
+    return union_all([runs.of("nn.lease.renew", "nn.lease.add", "nn.lease.reassign")
+                      .select("run_id", "holder", "ts", "eid", "event"), recovery_renewals(runs)]) \
         .select("run_id", "holder", "ts", "eid", "event", F.lit("renew").alias("kind"))
+
+
+def _l3_clock(runs: RunSet, ren: DataFrame) -> DataFrame:
+    """The timeline of each lease interval not held by the NameNode (_l3_timeline), each
+    point with next_ts (the next point, or the interval's end), renewed (the last
+    renewal so far), the run's conf and deadline: when the lease must be gone by."""
+    # the NameNode's own holder: HDFS_NameNode, on 3.x with a timestamp suffix
+    iv = lease_intervals(runs).filter(~F.col("holder").startswith(NAMENODE_HOLDER)) \
+        .withColumn("ikey", F.col("s_eid"))
     pts = _l3_timeline(runs, iv, ren)
     w = Window.partitionBy("ikey").orderBy("p_ts", "p_eid")
     gaps = with_conf(runs, pts.withColumn("next_ts", F.coalesce(F.lead("p_ts").over(w), F.col("e"))))
@@ -113,10 +132,14 @@ def check_l3(runs: RunSet) -> Outcome:
                                               F.greatest(due, F.col("p_ts")))
                            .when(F.col("p_kind") == "attempt", F.col("p_ts"))
                            .otherwise(due) + retry)
-    renew_gaps = gaps.filter(F.col("p_kind").isin("renew", "resume"))
+    return gaps
+
+
+def _l3_late(gaps: DataFrame) -> DataFrame:
+    """L3's violations of leases still held past their deadline."""
     late = gaps.filter(F.col("p_kind").isin("renew", "resume", "attempt")
                        & (F.col("next_ts") > F.col("deadline")))
-    late_v = violation(
+    return violation(
         late, F.when(F.col("p_kind") == "attempt", F.format_string(
             "the NameNode's recovery of the lease of %s on %s failed at %.6f and was not "
             "retried: still held %.3fs later, past 2 monitor intervals (%.3fs)",
@@ -133,19 +156,18 @@ def check_l3(runs: RunSet) -> Outcome:
         "path", "holder", F.col("renewed").alias("last_renewal"),
         F.col("next_ts").alias("held_until"), "hard_limit", "lease_recheck",
         ts="p_ts", node=F.lit("nn"), event="p_event")
-    long_gaps = renew_gaps.filter(F.col("next_ts") - F.col("renewed") > F.col("hard_limit"))
-    exp = with_conf(runs, base(runs.of("nn.lease.expired"), "holder", "limit")
-                    .filter(F.col("limit") == "hard"))
-    exp = last_renewal(runs, exp, renewals=ren)
+
+
+def _l3_early(exp: DataFrame) -> DataFrame:
+    """L3's violations of hard-limit expiries `exp` (with last_renew) before the hard
+    limit."""
     early = exp.filter(F.col("last_renew").isNotNull()
                        & (F.col("ts") - F.col("last_renew") < F.col("hard_limit") - LOG_SLACK_S))
-    early_v = violation(
+    return violation(
         early, F.format_string("the NameNode expired the lease of %s %.3fs after its last "
                                "renewal, before the hard limit (%.3fs)", F.col("holder"),
                                F.col("ts") - F.col("last_renew"), F.col("hard_limit")),
         "holder", "limit", F.col("last_renew").alias("last_renewal"), "hard_limit")
-    return Outcome(runs_of(long_gaps).unionByName(runs_of(exp)).distinct(),
-                   late_v.unionByName(early_v))
 
 
 def _l3_timeline(runs: RunSet, iv: DataFrame, ren: DataFrame) -> DataFrame:
