@@ -374,19 +374,7 @@ def check_b6(runs: RunSet) -> Outcome:
     restart_saved) so that the waiting writer can go on with it. Such a replica is not
     judged here: the shutdown has to say so, a crash never does."""
     cases, states = _b6_cases(runs)
-    inits = base(runs.of("dn.recovery.init_replica"), "block", "gs", "len", "state",
-                 "recovery_id")
-    timeline = (states.drop("reason").withColumn("kind", F.lit("state")).withColumn("recovery_id",
-                                                                      F.lit(None).cast("long"))
-                .unionByName(inits.select("run_id", "node", "block", "gs", "len", "state", "ts",
-                                          "eid", F.lit("init").alias("kind"), "recovery_id")))
-    after = (cases.join(timeline, ["run_id", "node", "block"])
-             .filter((F.col("ts") >= F.col("r_ts"))
-                     & (F.col("until").isNull() | (F.col("ts") < F.col("until")))))
-    wa = (Window.partitionBy("run_id", "node", "block", "r_ts").orderBy("ts", "eid")
-          .rowsBetween(Window.unboundedPreceding, -1))
-    after = after.withColumn("prev_state", F.last(
-        F.when(F.col("kind") == "state", F.col("state")), ignorenulls=True).over(wa))
+    after = _b6_after(cases, states, runs)
     is_state = F.col("kind") == "state"
     why = (F.when(is_state & F.col("prev_state").isNull() & (F.col("state") != "RWR"),
                   F.format_string("the replica was RBW when %s stopped, but came back as %s, "
@@ -405,14 +393,37 @@ def check_b6(runs: RunSet) -> Outcome:
                     F.col("r_ts").alias("restarted_at"), F.col("rbw_gs").alias("rbw_gs"),
                     event=F.when(is_state, F.lit("dn.replica.state"))
                     .otherwise(F.lit("dn.recovery.init_replica")))
+    return Outcome(runs_of(cases), bad.unionByName(_b6_silent(cases, after)))
+
+
+def _b6_after(cases: DataFrame, states: DataFrame, runs: RunSet) -> DataFrame:
+    """Each B6 case's replica states and recovery answers (kind state / init) from its
+    restart to the node's next start, with prev_state: its last state before each."""
+    inits = base(runs.of("dn.recovery.init_replica"), "block", "gs", "len", "state",
+                 "recovery_id")
+    timeline = (states.drop("reason").withColumn("kind", F.lit("state")).withColumn("recovery_id",
+                                                                      F.lit(None).cast("long"))
+                .unionByName(inits.select("run_id", "node", "block", "gs", "len", "state", "ts",
+                                          "eid", F.lit("init").alias("kind"), "recovery_id")))
+    after = (cases.join(timeline, ["run_id", "node", "block"])
+             .filter((F.col("ts") >= F.col("r_ts"))
+                     & (F.col("until").isNull() | (F.col("ts") < F.col("until")))))
+    wa = (Window.partitionBy("run_id", "node", "block", "r_ts").orderBy("ts", "eid")
+          .rowsBetween(Window.unboundedPreceding, -1))
+    after = after.withColumn("prev_state", F.last(
+        F.when(F.col("kind") == "state", F.col("state")), ignorenulls=True).over(wa))
+    return after
+
+
+def _b6_silent(cases: DataFrame, after: DataFrame) -> DataFrame:
+    """B6's violations of cases that logged nothing of the replica after the restart."""
     silent = cases.join(after.select("run_id", "node", "block", "r_ts").distinct(),
                         ["run_id", "node", "block", "r_ts"], "left_anti")
-    silent_v = violation(
+    return violation(
         silent, F.format_string("the replica was RBW when %s stopped, but it never logged it "
                                 "as RWR after the restart", F.col("node")),
         "block", F.col("rbw_gs").alias("gs"), F.col("rbw_len").alias("len"),
         ts="r_ts", event=F.lit("dn.start"))
-    return Outcome(runs_of(cases), bad.unionByName(silent_v))
 
 
 def _b6_cases(runs: RunSet) -> tuple[DataFrame, DataFrame]:
