@@ -20,30 +20,8 @@ def check_b1(runs: RunSet) -> Outcome:
     locations (the NameNode's pipelines and reported replicas) and its own list."""
     st = base(runs.of("nn.recovery.start"), "path", "block", "gs", "recovery_id", "primary",
               "pipeline").filter(F.col("block").isNotNull())
-    # the GS fields are all in protocol events: the bulk writes and acks carry none
-    g = (runs.rare.filter(F.col("block").isNotNull()
-                            & (F.col("gs").isNotNull() | F.col("old_gs").isNotNull()
-                               | F.col("recovery_id").isNotNull()))
-         .select(F.col("run_id").alias("_r"), F.col("block").alias("_b"), F.col("ts").alias("_t"),
-                 F.greatest("gs", "old_gs", "recovery_id").alias("_g"),
-                 ((F.col("event") == "nn.block.gs_bump") & (F.col("reason") == "recovery"))
-                 .alias("_bump")))
-    # the NameNode bumps the GS to the recovery id just before it logs the start: that
-    # bump is this recovery itself, not a GS the block had before
-    own = g["_bump"] & (g["_g"] == st["recovery_id"])
-    prior = (st.join(g, (st["run_id"] == g["_r"]) & (st["block"] == g["_b"]) & (g["_t"] < st["ts"])
-                     & ~F.coalesce(own, F.lit(False)), "left")
-             .groupBy("eid").agg(F.max("_g").alias("max_prior_gs")))
-    allocs = runs.of("nn.block.allocate", "nn.block.update_pipeline").select(
-        "run_id", "block", "ts", F.explode("pipeline").alias("dn"))
-    reported = runs.of("nn.replica.reported").select("run_id", "block", "ts", "dn")
-    locs = allocs.unionByName(reported).select(
-        F.col("run_id").alias("_r"), F.col("block").alias("_b"), F.col("ts").alias("_t"),
-        F.col("dn").alias("_d"))
-    known = (st.join(locs, (st["run_id"] == locs["_r"]) & (st["block"] == locs["_b"])
-                     & (locs["_t"] < st["ts"]), "left")
-             .groupBy("eid").agg(F.collect_set("_d").alias("known_locations")))
-    j = st.join(prior, "eid", "left").join(known, "eid", "left")
+    j = (st.join(_b1_prior_gs(runs, st), "eid", "left")
+         .join(_b1_known_locations(runs, st), "eid", "left"))
     floor = F.greatest(F.col("max_prior_gs"), F.col("gs"))
     why = (F.when(F.col("recovery_id").isNull(), "nn.recovery.start has no recovery_id")
            .when(floor.isNotNull() & (F.col("recovery_id") <= floor),
@@ -61,6 +39,39 @@ def check_b1(runs: RunSet) -> Outcome:
     return Outcome(runs_of(st), violation(bad, F.col("why"), "path", "block", "gs", "recovery_id",
                                           "primary", "pipeline", "max_prior_gs",
                                           "known_locations"))
+
+
+def _b1_prior_gs(runs: RunSet, st: DataFrame) -> DataFrame:
+    """eid, max_prior_gs: the greatest GS any event gave the block of each recovery start
+    of `st` before it."""
+    # the GS fields are all in protocol events: the bulk writes and acks carry none
+    g = (runs.rare.filter(F.col("block").isNotNull()
+                            & (F.col("gs").isNotNull() | F.col("old_gs").isNotNull()
+                               | F.col("recovery_id").isNotNull()))
+         .select(F.col("run_id").alias("_r"), F.col("block").alias("_b"), F.col("ts").alias("_t"),
+                 F.greatest("gs", "old_gs", "recovery_id").alias("_g"),
+                 ((F.col("event") == "nn.block.gs_bump") & (F.col("reason") == "recovery"))
+                 .alias("_bump")))
+    # the NameNode bumps the GS to the recovery id just before it logs the start: that
+    # bump is this recovery itself, not a GS the block had before
+    own = g["_bump"] & (g["_g"] == st["recovery_id"])
+    return (st.join(g, (st["run_id"] == g["_r"]) & (st["block"] == g["_b"]) & (g["_t"] < st["ts"])
+                    & ~F.coalesce(own, F.lit(False)), "left")
+            .groupBy("eid").agg(F.max("_g").alias("max_prior_gs")))
+
+
+def _b1_known_locations(runs: RunSet, st: DataFrame) -> DataFrame:
+    """eid, known_locations: the block's locations the NameNode knew before each recovery
+    start of `st` (its pipelines and reported replicas)."""
+    allocs = runs.of("nn.block.allocate", "nn.block.update_pipeline").select(
+        "run_id", "block", "ts", F.explode("pipeline").alias("dn"))
+    reported = runs.of("nn.replica.reported").select("run_id", "block", "ts", "dn")
+    locs = allocs.unionByName(reported).select(
+        F.col("run_id").alias("_r"), F.col("block").alias("_b"), F.col("ts").alias("_t"),
+        F.col("dn").alias("_d"))
+    return (st.join(locs, (st["run_id"] == locs["_r"]) & (st["block"] == locs["_b"])
+                    & (locs["_t"] < st["ts"]), "left")
+            .groupBy("eid").agg(F.collect_set("_d").alias("known_locations")))
 
 
 # syncBlock's length rule (MINIHDFS.md section 3; 3.x BlockRecoveryWorker.syncBlock), the
