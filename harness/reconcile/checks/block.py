@@ -483,6 +483,20 @@ def check_h1(runs: RunSet) -> Outcome:
     is not judged. The NameNode completes the block inside that call: a commit logged when
     the call returned (Hadoop's `commitBlockSynchronization(...) successful` line) may
     follow the COMPLETE by LOG_SLACK_S."""
+    judged, done = _h1_judged(runs)
+    g = _h1_reported(runs, done)
+    need = F.coalesce(F.col("min_replication"), F.lit(1))
+    bad = g.filter(F.col("reported") < need)
+    return Outcome(runs_of(judged), violation(
+        bad, F.format_string("block %d became COMPLETE with %d FINALIZED replica(s) of GS %d "
+                             "and length %d reported, below dfs.namenode.replication.min %d",
+                             F.col("block"), F.col("reported"), F.col("gs"), F.col("len"), need),
+        "path", "block", "gs", "len", "reported_by"))
+
+
+def _h1_judged(runs: RunSet) -> tuple[DataFrame, DataFrame]:
+    """(judged, done): the nn.block.state COMPLETE rows of a block, and those of them not
+    explained by a closing commitBlockSynchronization of the same GS and length."""
     judged = base(runs.of("nn.block.state"), "block", "gs", "len", "state", "path").filter(
         (F.col("state") == "COMPLETE") & F.col("block").isNotNull())
     synced = (runs.of("nn.recovery.commit")
@@ -495,6 +509,13 @@ def check_h1(runs: RunSet) -> Outcome:
                        & (judged["len"] == synced["_l"])
                        & (synced["_t"] <= judged["ts"] + LOG_SLACK_S),
                        "left_anti")
+    return judged, done
+
+
+def _h1_reported(runs: RunSet, done: DataFrame) -> DataFrame:
+    """Each COMPLETE of `done` with `reported` (how many distinct DataNodes reported a
+    FINALIZED replica of its GS and length to that NameNode process before it),
+    reported_by, and the run's conf."""
     # the NameNode process that completed it: since its last start
     d = (last_before(done, runs.of("nn.start").select("run_id", "ts", "eid"), ["run_id"], "s_",
                      strict=False)
@@ -506,14 +527,7 @@ def check_h1(runs: RunSet) -> Outcome:
     j = d.join(reps, (d["run_id"] == reps["_r"]) & (d["block"] == reps["_b"])
                & (d["gs"] == reps["_g"]) & (d["len"] == reps["_l"]) & (reps["_t"] <= d["ts"])
                & (d["since"].isNull() | (reps["_t"] >= d["since"])), "left")
-    g = with_conf(runs, j.groupBy("run_id", "eid", "ts", "node", "event", "path", "block", "gs",
-                                  "len")
-                  .agg(F.countDistinct("_dn").alias("reported"),
-                       F.sort_array(F.collect_set("_dn")).alias("reported_by")))
-    need = F.coalesce(F.col("min_replication"), F.lit(1))
-    bad = g.filter(F.col("reported") < need)
-    return Outcome(runs_of(judged), violation(
-        bad, F.format_string("block %d became COMPLETE with %d FINALIZED replica(s) of GS %d "
-                             "and length %d reported, below dfs.namenode.replication.min %d",
-                             F.col("block"), F.col("reported"), F.col("gs"), F.col("len"), need),
-        "path", "block", "gs", "len", "reported_by"))
+    return with_conf(runs, j.groupBy("run_id", "eid", "ts", "node", "event", "path", "block", "gs",
+                                    "len")
+                    .agg(F.countDistinct("_dn").alias("reported"),
+                         F.sort_array(F.collect_set("_dn")).alias("reported_by")))
