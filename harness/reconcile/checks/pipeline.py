@@ -249,12 +249,28 @@ def check_p3(runs: RunSet) -> Outcome:
     least the bytes acked before the error (its first state at the new GS, and any
     transfer to a new node, carry at least `acked` bytes); a member that never logged a
     replica at the new GS fails."""
+    considered, members = _p3_members(runs)
+    return Outcome(runs_of(considered), union_all([
+        _p3_short_replicas(runs, members), _p3_never_held(runs, members),
+        _p3_short_transfers(runs, members)]))
+
+
+def _p3_members(runs: RunSet) -> tuple[DataFrame, DataFrame]:
+    """(considered, members): the recoveries P3 judges (client.pipeline.recovered with
+    e_acked, e_ts of the client's last error of the block before), and one row per member
+    of each new pipeline (dn, mkey)."""
     rec = base(runs.of("client.pipeline.recovered"), "path", "block", "gs", "old_gs", "pipeline")
     err = base(runs.of("client.pipeline.error"), "block", "acked", "pipeline")
     j = last_before(rec, err, ["run_id", "node", "block"], "e_")
     considered = j.filter(F.col("e_acked").isNotNull())
     members = considered.select("*", F.explode("pipeline").alias("dn")) \
         .withColumn("mkey", F.concat_ws("/", F.col("eid").cast("string"), F.col("dn")))
+    return considered, members
+
+
+def _p3_short_replicas(runs: RunSet, members: DataFrame) -> DataFrame:
+    """P3's violations of members whose first replica state at the new GS holds fewer
+    than the acked bytes."""
     states = (runs.of("dn.replica.state").filter(F.col("state").isin("RBW", "FINALIZED"))
               .select("run_id", F.col("node").alias("dn"), "block", "gs", "ts", "eid", "len",
                       "state"))
@@ -262,24 +278,33 @@ def check_p3(runs: RunSet) -> Outcome:
     first_state = first_of(members, states, ["run_id", "dn", "block", "gs"], "s_",
                            key="mkey")
     short = first_state.filter(F.col("s_len") < F.col("e_acked"))
-    bad_rep = violation(
+    return violation(
         short, F.format_string("replica on %s holds %d bytes at the new GS %d, fewer than the "
                                "%d acked before the error", F.col("dn"), F.col("s_len"),
                                F.col("gs"), F.col("e_acked")),
         "path", "block", "gs", "pipeline", F.col("dn").alias("replica_on"),
         F.col("s_len").alias("replica_len"), F.col("s_state").alias("replica_state"),
         F.col("e_acked").alias("acked"), ts="s_ts", node="dn", event=F.lit("dn.replica.state"))
+
+
+def _p3_never_held(runs: RunSet, members: DataFrame) -> DataFrame:
+    """P3's violations of members that never logged the replica at the new GS."""
     # a member that never logged the replica at the new GS (in any state) does not hold
     # the acked bytes at all: the client resumed through a node without the data
     held = (runs.of("dn.replica.state").filter(F.col("gs").isNotNull())
             .select("run_id", F.col("node").alias("dn"), "block", "gs").distinct())
     never = members.join(held, ["run_id", "dn", "block", "gs"], "left_anti")
-    bad_none = violation(
+    return violation(
         never, F.format_string("%s is in the new pipeline but never held the replica at the "
                                "new GS %d (the %d acked bytes were not there)", F.col("dn"),
                                F.col("gs"), F.col("e_acked")),
         "path", "block", "gs", "pipeline", F.col("dn").alias("member"),
         F.col("e_acked").alias("acked"))
+
+
+def _p3_short_transfers(runs: RunSet, members: DataFrame) -> DataFrame:
+    """P3's violations of transfers to a member, between the error and the recovery,
+    that carried fewer than the acked bytes."""
     tr = runs.of("dn.transfer").select(F.col("run_id").alias("_r"), F.col("block").alias("_b"),
                                        F.col("target").alias("_d"), F.col("ts").alias("t_ts"),
                                        F.col("len").alias("t_len"), F.col("node").alias("t_node"))
@@ -287,12 +312,11 @@ def check_p3(runs: RunSet) -> Outcome:
                       & (members["dn"] == tr["_d"]) & (tr["t_ts"] >= members["e_ts"])
                       & (tr["t_ts"] <= members["ts"]))
     short_tr = jt.filter(F.col("t_len") < F.col("e_acked"))
-    bad_tr = violation(
+    return violation(
         short_tr, F.format_string("transfer to %s carried %d bytes, fewer than the %d acked",
                                   F.col("dn"), F.col("t_len"), F.col("e_acked")),
         "path", "block", F.col("dn").alias("target"), F.col("t_len").alias("transferred"),
         F.col("e_acked").alias("acked"), ts="t_ts", node="t_node", event=F.lit("dn.transfer"))
-    return Outcome(runs_of(considered), union_all([bad_rep, bad_none, bad_tr]))
 
 
 def check_p4(runs: RunSet) -> Outcome:
