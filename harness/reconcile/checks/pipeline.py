@@ -213,35 +213,41 @@ def check_p2(runs: RunSet) -> Outcome:
     nxt = base(runs.of("client.pipeline.recovered", "client.pipeline.error",
                         "client.pipeline.replace"), "block", "pipeline")
     j = first_after(rep, nxt, ["run_id", "node", "block"], "n_")
-    d = F.col("decision")
-    tried = d.isin("added", "failed", "failed_best_effort")
-    why = (F.when(F.col("need").isNull(),
-                  "cannot apply the policy: policy, replication or remaining missing")
-           .when(F.col("need") & ~tried,
-                 F.format_string("policy %s with replication %d, %d remaining, hflushed=%s "
-                                 "requires a replacement, decision was %s", policy,
-                                 F.col("replication"), F.col("remaining"),
-                                 F.col("hflushed").cast("string"), d))
-           .when(~F.col("need") & (d != "not_needed"),
-                 F.format_string("policy %s with replication %d, %d remaining, hflushed=%s "
-                                 "requires no replacement, decision was %s", policy,
-                                 F.col("replication"), F.col("remaining"),
-                                 F.col("hflushed").cast("string"), d))
-           .when((d == "failed_best_effort") & ~F.coalesce(F.col("best_effort"), F.lit(False)),
-                 "went on without a replacement (failed_best_effort) but best-effort is off")
-           .when((d == "failed") & F.coalesce(F.col("best_effort"), F.lit(False)),
-                 "best-effort is on, yet the failed replacement failed the stream")
-           .when((d == "added") & F.col("new_node").isNull(), "decision added names no new_node")
-           .when((d == "added") & (F.col("n_event") == "client.pipeline.recovered")
-                 & ~F.array_contains(F.col("n_pipeline"), F.col("new_node")),
-                 F.format_string("new node %s is missing from the next rebuilt pipeline",
-                                 F.col("new_node"))))
+    why = _p2_why(policy)
     bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
     return Outcome(runs_of(rep), violation(
         bad, F.col("why"), "path", "block", F.col("policy"), "replication", "remaining",
         "hflushed", "decision", "new_node", "stage",
         F.col("need").alias("replacement_required"),
         F.col("n_pipeline").alias("next_pipeline")))
+
+
+def _p2_why(policy: Column) -> Column:
+    """Why a client.pipeline.replace row (with `need` and its next pipeline event, n_)
+    breaks P2; null when it does not."""
+    d = F.col("decision")
+    tried = d.isin("added", "failed", "failed_best_effort")
+    return (F.when(F.col("need").isNull(),
+                   "cannot apply the policy: policy, replication or remaining missing")
+            .when(F.col("need") & ~tried,
+                  F.format_string("policy %s with replication %d, %d remaining, hflushed=%s "
+                                  "requires a replacement, decision was %s", policy,
+                                  F.col("replication"), F.col("remaining"),
+                                  F.col("hflushed").cast("string"), d))
+            .when(~F.col("need") & (d != "not_needed"),
+                  F.format_string("policy %s with replication %d, %d remaining, hflushed=%s "
+                                  "requires no replacement, decision was %s", policy,
+                                  F.col("replication"), F.col("remaining"),
+                                  F.col("hflushed").cast("string"), d))
+            .when((d == "failed_best_effort") & ~F.coalesce(F.col("best_effort"), F.lit(False)),
+                  "went on without a replacement (failed_best_effort) but best-effort is off")
+            .when((d == "failed") & F.coalesce(F.col("best_effort"), F.lit(False)),
+                  "best-effort is on, yet the failed replacement failed the stream")
+            .when((d == "added") & F.col("new_node").isNull(), "decision added names no new_node")
+            .when((d == "added") & (F.col("n_event") == "client.pipeline.recovered")
+                  & ~F.array_contains(F.col("n_pipeline"), F.col("new_node")),
+                  F.format_string("new node %s is missing from the next rebuilt pipeline",
+                                  F.col("new_node"))))
 
 
 def check_p3(runs: RunSet) -> Outcome:
