@@ -395,6 +395,26 @@ def check_p6(runs: RunSet) -> Outcome:
     report an error (client.close ok=false, client.stream.error or client.op.end
     ok=false) unless the client itself was killed."""
     st = client_streams(runs)
+    doomed = _p6_doomed(runs, st)
+    ended = runs.of("harness.run.end").select("run_id", F.lit(True).alias("run_ended")).distinct()
+    d = (doomed.join(_p6_outcomes(runs, st, doomed), "eid", "left")
+         .join(_p6_killed(runs, doomed), "eid", "left")
+         .join(ended, "run_id", "left"))
+    why = (F.when(F.col("success_ts").isNotNull(),
+                  F.format_string("%s reported success after every DataNode of the pipeline "
+                                  "failed", F.col("success_event")))
+           .when((F.col("event") == "client.pipeline.error") & (F.col("error_reported") != 1)
+                 & F.col("killed").isNull() & F.col("run_ended").isNotNull(),
+                 "every DataNode of the pipeline failed, yet the application was never told"))
+    bad = d.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(doomed), violation(
+        bad, F.col("why"), "path", "block", "pipeline", "bad_node",
+        F.col("success_ts").alias("success_ts")))
+
+
+def _p6_doomed(runs: RunSet, st: DataFrame) -> DataFrame:
+    """The failures of every node P6 starts from (P6_STARTS), on the client's stream
+    (s_open) of `st`: run_id, eid, ts, node, event, path, block, pipeline, bad_node."""
     last = (_pipeline_errors(runs).filter(P6_STARTS[0].where)
             .select("run_id", "eid", "ts", "node", "event", "path", "block", "pipeline",
                     "bad_node", "s_open"))
@@ -402,7 +422,14 @@ def check_p6(runs: RunSet) -> Outcome:
         .select("run_id", "eid", "ts", "node", "event", "path", F.lit(None).cast("long").alias("block"),
                 F.lit(None).cast("array<string>").alias("pipeline"),
                 F.lit(None).cast("string").alias("bad_node"), "s_open")
-    doomed = last.unionByName(serr)
+    return last.unionByName(serr)
+
+
+def _p6_outcomes(runs: RunSet, st: DataFrame, doomed: DataFrame) -> DataFrame:
+    """eid, success_ts, success_event, error_reported: what the stream of each `doomed`
+    event reported from then on (client.close, client.op.end, client.stream.error).
+    success_ts is the first success; success_event the least name among the successes
+    (client.close when any was one), not necessarily the first's."""
     outcome_events = assign_stream(
         base(runs.of("client.close", "client.op.end", "client.stream.error"), "path", "ok"), st)
     keys = ["run_id", "node", "path", "s_open"]
@@ -415,28 +442,19 @@ def check_p6(runs: RunSet) -> Outcome:
     success = (F.col("o_event").isin("client.close", "client.op.end") & F.col("o_ok"))
     error = ((F.col("o_event") == "client.stream.error")
              | (F.col("o_event").isin("client.close", "client.op.end") & ~F.col("o_ok")))
-    per = j.groupBy("eid").agg(
+    return j.groupBy("eid").agg(
         F.min(F.when(success, F.col("o_ts"))).alias("success_ts"),
         F.min(F.when(success, F.col("o_event"))).alias("success_event"),
         F.max(F.when(error, F.lit(1)).otherwise(F.lit(0))).alias("error_reported"))
+
+
+def _p6_killed(runs: RunSet, doomed: DataFrame) -> DataFrame:
+    """eid, killed: the `doomed` events whose client was killed or crashed after them."""
     deaths = node_deaths(runs).select(F.col("run_id").alias("_r"), F.col("target").alias("_n"),
                                       F.col("ts").alias("_t"))
-    killed = doomed.join(deaths, (doomed["run_id"] == deaths["_r"]) & (doomed["node"] == deaths["_n"])
-                         & (deaths["_t"] >= doomed["ts"]), "left_semi").select(
+    return doomed.join(deaths, (doomed["run_id"] == deaths["_r"]) & (doomed["node"] == deaths["_n"])
+                       & (deaths["_t"] >= doomed["ts"]), "left_semi").select(
         "eid", F.lit(True).alias("killed"))
-    ended = runs.of("harness.run.end").select("run_id", F.lit(True).alias("run_ended")).distinct()
-    d = (doomed.join(per, "eid", "left").join(killed, "eid", "left")
-         .join(ended, "run_id", "left"))
-    why = (F.when(F.col("success_ts").isNotNull(),
-                  F.format_string("%s reported success after every DataNode of the pipeline "
-                                  "failed", F.col("success_event")))
-           .when((F.col("event") == "client.pipeline.error") & (F.col("error_reported") != 1)
-                 & F.col("killed").isNull() & F.col("run_ended").isNotNull(),
-                 "every DataNode of the pipeline failed, yet the application was never told"))
-    bad = d.withColumn("why", why).filter(F.col("why").isNotNull())
-    return Outcome(runs_of(doomed), violation(
-        bad, F.col("why"), "path", "block", "pipeline", "bad_node",
-        F.col("success_ts").alias("success_ts")))
 
 
 # a failed setup of a new block's pipeline that names the block and its nodes
