@@ -49,6 +49,29 @@ def check_d1(runs: RunSet) -> Outcome:
     rename carries it to the new path (a folder's rename moves the files under it), and
     a delete or a re-create of the path leaves nothing to judge (such a file is not
     counted as exercised)."""
+    judged = _d1_judged(runs)
+    files = runs.fs_files.select("run_id", "path", F.col("len").alias("final_len"),
+                                 F.lit(True).alias("listed"))
+    rb = runs.fs_readback.select("run_id", "path", F.col("len").alias("read_len"))
+    j = judged.join(files, ["run_id", "path"], "left").join(rb, ["run_id", "path"], "left")
+    why = (F.when(F.col("listed").isNull(), "a file that was hflushed is missing from final_state")
+           .when(F.col("final_len") < F.col("offset"),
+                 F.format_string("final length %d is below the hflushed offset %d",
+                                 F.col("final_len"), F.col("offset")))
+           .when(F.col("read_len") < F.col("offset"),
+                 F.format_string("%d bytes read back, below the hflushed offset %d",
+                                 F.col("read_len"), F.col("offset"))))
+    bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
+    return Outcome(runs_of(judged), violation(bad, F.col("why"), "path",
+                                              F.col("offset").alias("hflushed"), "final_len",
+                                              "read_len", "hflushed_path"))
+
+
+def _d1_judged(runs: RunSet) -> DataFrame:
+    """run_id, ts, node, event, path, offset, hflushed_path: the greatest hflush of each
+    file since its last create (one per stretch up to a truncate, rename or delete), in
+    runs with a final state, with `path` its final path and `offset` lowered by any
+    truncate since (_follow_path_ops); files deleted or created anew are left out."""
     created = (runs.of("nn.file.create").select("run_id", "path", "ts")
                .unionByName(runs.of("client.stream.open").filter(F.col("mode") == "create")
                             .select("run_id", "path", "ts"))
@@ -70,22 +93,7 @@ def check_d1(runs: RunSet) -> Outcome:
                    F.col("path").alias("hflushed_path")))
     direct = top.filter(F.col("next_op").isNull()).drop("next_op")
     later = _follow_path_ops(runs, top.filter(F.col("next_op").isNotNull()).drop("next_op"))
-    judged = direct.unionByName(later)
-    files = runs.fs_files.select("run_id", "path", F.col("len").alias("final_len"),
-                                 F.lit(True).alias("listed"))
-    rb = runs.fs_readback.select("run_id", "path", F.col("len").alias("read_len"))
-    j = judged.join(files, ["run_id", "path"], "left").join(rb, ["run_id", "path"], "left")
-    why = (F.when(F.col("listed").isNull(), "a file that was hflushed is missing from final_state")
-           .when(F.col("final_len") < F.col("offset"),
-                 F.format_string("final length %d is below the hflushed offset %d",
-                                 F.col("final_len"), F.col("offset")))
-           .when(F.col("read_len") < F.col("offset"),
-                 F.format_string("%d bytes read back, below the hflushed offset %d",
-                                 F.col("read_len"), F.col("offset"))))
-    bad = j.withColumn("why", why).filter(F.col("why").isNotNull())
-    return Outcome(runs_of(judged), violation(bad, F.col("why"), "path",
-                                              F.col("offset").alias("hflushed"), "final_len",
-                                              "read_len", "hflushed_path"))
+    return direct.unionByName(later)
 
 
 def _follow_path_ops(runs: RunSet, tops: DataFrame) -> DataFrame:
