@@ -366,6 +366,24 @@ def _(rid):
     return all_bad(rid, close_ok=True, report=False)
 
 
+@case("P6-lies-op-end-first", ("P6", "fail"))
+def _(rid):
+    """The operation's end reports success before the close does: the evidence names the
+    first success (client.op.end) and its time, from the same event."""
+    r = Run(rid, {"dfs.replication": 1})
+    start(r)
+    open_create(r, 1.0, pipeline=["dn1"])
+    write(r, 1.1, 0, 512)
+    r.ev(1.2, "harness", "harness.node.kill", target="dn1")
+    r.ev(1.3, "c1", "client.pipeline.error", path="/f", block=1001, gs=1001,
+         stage="DATA_STREAMING", pipeline=["dn1"], error_index=0, bad_node="dn1", acked=512,
+         error="IOException")
+    r.ev(1.35, "c1", "client.op.end", op_id="w1", op="write", path="/f", ok=True, error=None)
+    r.ev(1.4, "c1", "client.close", path="/f", len=512, ok=True, error=None)
+    end(r, 3.0)
+    return r
+
+
 @case("P6-silent", ("P6", "fail"))
 def _(rid):
     return all_bad(rid, close_ok=False, report=False).drop("client.close").drop("client.op.end")

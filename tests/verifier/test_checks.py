@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from builders import T0
 from cases import EXPECTED
 from harness.reconcile.checks import CHECK_IDS
 
@@ -30,6 +31,12 @@ def test_check_outcome(case_verdicts, run_id, check, status):
         assert any("event" in e for e in ev)
     else:
         assert result["evidence"] == []
+
+
+def test_p6_evidence_names_the_first_success_and_its_time(case_verdicts):
+    ev = _status(case_verdicts, "P6-lies-op-end-first", "P6")["evidence"]
+    assert ev and ev[0]["why"].startswith("client.op.end reported success"), ev
+    assert ev[0]["success_ts"] == pytest.approx(T0 + 1.35), ev
 
 
 # I1 judges every run (there is always a folder to look at): it cannot skip

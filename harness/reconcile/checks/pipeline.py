@@ -427,25 +427,21 @@ def _p6_doomed(runs: RunSet, st: DataFrame) -> DataFrame:
 
 def _p6_outcomes(runs: RunSet, st: DataFrame, doomed: DataFrame) -> DataFrame:
     """eid, success_ts, success_event, error_reported: what the stream of each `doomed`
-    event reported from then on (client.close, client.op.end, client.stream.error).
-    success_ts is the first success; success_event the least name among the successes
-    (client.close when any was one), not necessarily the first's."""
+    event reported from then on (client.close, client.op.end, client.stream.error): its
+    first success (time and event), and whether any error followed."""
     outcome_events = assign_stream(
         base(runs.of("client.close", "client.op.end", "client.stream.error"), "path", "ok"), st)
     keys = ["run_id", "node", "path", "s_open"]
-    o = outcome_events.select(*[F.col(k).alias("_" + k) for k in keys],
-                              F.col("ts").alias("o_ts"), F.col("event").alias("o_event"),
-                              F.col("ok").alias("o_ok"), F.col("eid").alias("o_eid"))
-    cond = [doomed[k] == o["_" + k] for k in keys] + [o["o_ts"] >= doomed["ts"],
-                                                      o["o_eid"] != doomed["eid"]]
-    j = doomed.join(o, cond, "left")
-    success = (F.col("o_event").isin("client.close", "client.op.end") & F.col("o_ok"))
-    error = ((F.col("o_event") == "client.stream.error")
-             | (F.col("o_event").isin("client.close", "client.op.end") & ~F.col("o_ok")))
-    return j.groupBy("eid").agg(
-        F.min(F.when(success, F.col("o_ts"))).alias("success_ts"),
-        F.min(F.when(success, F.col("o_event"))).alias("success_event"),
-        F.max(F.when(error, F.lit(1)).otherwise(F.lit(0))).alias("error_reported"))
+    o = outcome_events.select(*keys, "ts", "eid", "event", "ok")
+    final = F.col("event").isin("client.close", "client.op.end")
+    other = lambda l, r: r["o_eid"] != l["eid"]  # noqa: E731
+    d = doomed.select("eid", *keys, "ts")
+    s = first_after(d, o.filter(final & F.col("ok")), keys, "o_", strict=False, extra=other)
+    e = first_after(d, o.filter(~final | ~F.col("ok")), keys, "o_", strict=False, extra=other)
+    errors = e.select("eid", F.col("o_ts").isNotNull().cast("int").alias("error_reported"))
+    return (s.select("eid", F.col("o_ts").alias("success_ts"),
+                     F.col("o_event").alias("success_event"))
+            .join(errors, "eid"))
 
 
 def _p6_killed(runs: RunSet, doomed: DataFrame) -> DataFrame:
