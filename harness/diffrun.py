@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 
+from harness.reconcile.verdict import Verdict
 from harness.scenario import ScenarioError, validate_files
 
 
 def run_both(files: list[str], backend: str = "local", results_dir: str = "results",
              seed: int | None = None, keep: bool = False, progress=None,
-             hadoop_version: str | None = None) -> list[dict]:
+             hadoop_version: str | None = None) -> list[Verdict]:
     """Run every scenario of `files` on both systems, write the diff; returns every
     verdict of the runs made (for the exit code), after printing one line per run and
     the path of diff.html."""

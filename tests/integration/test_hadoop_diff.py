@@ -29,7 +29,7 @@ def test_one_scenario_on_both_systems(tmp_path, capsys):
     from harness.diffrun import run_both
     results = tmp_path / "results"
     verdicts = run_both([SCENARIO], results_dir=str(results), hadoop_version=VERSION)
-    assert [v.get("system") for v in verdicts] == ["minihdfs", "hadoop"]
+    assert [v.system for v in verdicts] == ["minihdfs", "hadoop"]
     assert os.path.isdir(results / "minihdfs") and os.path.isdir(results / f"hadoop-{VERSION}")
     out = capsys.readouterr().out
     assert "diff: " in out
