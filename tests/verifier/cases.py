@@ -336,8 +336,9 @@ def _(rid):
 
 # -- P6 honest failure --------------------------------------------------------------------------
 
-def all_bad(rid: str, close_ok: bool, report: bool = True) -> Run:
-    """Replication 1: the only DataNode fails mid-block."""
+def all_bad(rid: str, close_ok: bool, report: bool = True, op_end_first: bool = False) -> Run:
+    """Replication 1: the only DataNode fails mid-block; the client then closes and ends
+    the operation (`op_end_first`: the operation's end comes before the close)."""
     r = Run(rid, {"dfs.replication": 1})
     start(r)
     open_create(r, 1.0, pipeline=["dn1"])
@@ -348,10 +349,13 @@ def all_bad(rid: str, close_ok: bool, report: bool = True) -> Run:
          error="IOException")
     if report:
         r.ev(1.31, "c1", "client.stream.error", path="/f", error="AllDatanodesBad")
-    r.ev(1.4, "c1", "client.close", path="/f", len=512, ok=close_ok,
-         error=None if close_ok else "AllDatanodesBad")
-    r.ev(1.41, "c1", "client.op.end", op_id="w1", op="write", path="/f", ok=close_ok,
-         error=None if close_ok else "AllDatanodesBad")
+    error = None if close_ok else "AllDatanodesBad"
+    op_end = dict(op_id="w1", op="write", path="/f", ok=close_ok, error=error)
+    if op_end_first:
+        r.ev(1.35, "c1", "client.op.end", **op_end)
+    r.ev(1.4, "c1", "client.close", path="/f", len=512, ok=close_ok, error=error)
+    if not op_end_first:
+        r.ev(1.41, "c1", "client.op.end", **op_end)
     end(r, 3.0)
     return r
 
@@ -370,18 +374,7 @@ def _(rid):
 def _(rid):
     """The operation's end reports success before the close does: the evidence names the
     first success (client.op.end) and its time, from the same event."""
-    r = Run(rid, {"dfs.replication": 1})
-    start(r)
-    open_create(r, 1.0, pipeline=["dn1"])
-    write(r, 1.1, 0, 512)
-    r.ev(1.2, "harness", "harness.node.kill", target="dn1")
-    r.ev(1.3, "c1", "client.pipeline.error", path="/f", block=1001, gs=1001,
-         stage="DATA_STREAMING", pipeline=["dn1"], error_index=0, bad_node="dn1", acked=512,
-         error="IOException")
-    r.ev(1.35, "c1", "client.op.end", op_id="w1", op="write", path="/f", ok=True, error=None)
-    r.ev(1.4, "c1", "client.close", path="/f", len=512, ok=True, error=None)
-    end(r, 3.0)
-    return r
+    return all_bad(rid, close_ok=True, report=False, op_end_first=True)
 
 
 @case("P6-silent", ("P6", "fail"))
