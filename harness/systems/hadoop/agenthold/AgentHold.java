@@ -2,12 +2,9 @@ package hdfschaos;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.Channels;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -91,7 +88,6 @@ public class AgentHold extends Helper {
         final AtomicLong seq = new AtomicLong();
         volatile boolean disabled;
         SocketChannel sock;
-        OutputStream out;
 
         Channel(String node, String socketPath, double timeoutSeconds) {
             this.node = node;
@@ -161,8 +157,12 @@ public class AgentHold extends Helper {
                 connect();
                 Waiter w = new Waiter(s);
                 waiting.put(s, w);
-                out.write(message.getBytes(StandardCharsets.UTF_8));
-                out.flush();
+                // the channel's own write: Channels' streams would share one lock with the
+                // reader blocked in its read
+                ByteBuffer bb = ByteBuffer.wrap(message.getBytes(StandardCharsets.UTF_8));
+                while (bb.hasRemaining()) {
+                    sock.write(bb);
+                }
                 return w;
             } catch (IOException e) {
                 waiting.remove(s);
@@ -194,20 +194,20 @@ public class AgentHold extends Helper {
             SocketChannel s = SocketChannel.open(StandardProtocolFamily.UNIX);
             s.connect(UnixDomainSocketAddress.of(socketPath));
             sock = s;
-            out = Channels.newOutputStream(s);
-            final InputStream in = Channels.newInputStream(s);
-            Thread reader = new Thread(() -> readAnswers(s, in), "hdfs-chaos-hold-reader");
+            Thread reader = new Thread(() -> readAnswers(s), "hdfs-chaos-hold-reader");
             reader.setDaemon(true);
             reader.start();
         }
 
         @SuppressWarnings("unchecked")
-        private void readAnswers(SocketChannel s, InputStream in) {
+        private void readAnswers(SocketChannel s) {
             ByteArrayOutputStream line = new ByteArrayOutputStream();
-            byte[] buf = new byte[8192];
+            ByteBuffer bb = ByteBuffer.allocate(8192);
+            byte[] buf = bb.array();
             try {
                 int n;
-                while ((n = in.read(buf)) > 0) {
+                while ((n = s.read(bb)) > 0) {
+                    bb.clear();
                     for (int i = 0; i < n; i++) {
                         if (buf[i] != '\n') {
                             line.write(buf[i]);
