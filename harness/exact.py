@@ -13,6 +13,11 @@ the order it sent them, and a firing runs on a thread of its own, so another thr
 that process can be announced, held and released meanwhile. A process that dies while
 held (the fault was its kill) just closes its connection.
 
+On Hadoop (the agent on) the JVMs announce the raw line of an agent rule instead of a
+record; `records_of` (harness/systems/hadoop/agent.py HoldRecords) maps it to the contract
+events it stands for, which are matched as above, and `rules_of` names in the spec the
+rules each hold listens to (agenthold/AgentHold.java, the JVM side).
+
 A fault whose injection waits for the held process itself (a graceful restart of that
 process: SIGTERM, then waiting for it to exit, which it cannot while its log is held)
 would deadlock; so the release also goes out `release_after` seconds after injection
