@@ -4,7 +4,11 @@ dn.replica.state, reason create) and dn2 is SIGKILLed while it waits. The fault 
 before that thread's next step: dn2 never answers the pipeline setup (no
 dn.pipeline.setup of that block in its agent log), and the client sees the failure at
 setup (the agent's client.pipeline.error, stage PIPELINE_SETUP_CREATE, bad node dn2),
-not while streaming. Skipped without Java or the fetched jars and the Byteman jar."""
+not while streaming. And dn2 held where its DataXceiver is about to send its setup
+answer upstream (the agent's dn.pipeline.setup) and killed: the answer never leaves, so the
+client fails the setup; an ordinary trigger fires ~20 ms after the line, when the answer
+is long sent and the pipeline streams. Skipped without Java or the fetched jars and the
+Byteman jar."""
 
 from __future__ import annotations
 
@@ -68,6 +72,8 @@ def test_a_datanode_killed_while_held_at_replica_created_never_answers_the_setup
         ("dn2", "dn.replica.state", ["('inject', 'kill-held')"], False)
     inject = next(e for e in harness if e["event"] == "harness.fault.inject"
                   and e.get("fault") == "kill-held")
+    # the held thread went on only once dn2's kill was in
+    assert inject["ts"] <= release["ts"]
     created = [e for e in logs["dn2-agent"] if e["event"] == "dn.replica.state"
                and e["reason"] == "create"]
     assert len(created) == 1, created         # the held line; nothing after it
@@ -81,5 +87,34 @@ def test_a_datanode_killed_while_held_at_replica_created_never_answers_the_setup
              and e["block"] == block]
     assert [(e["stage"], e["bad_node"]) for e in error] == [("PIPELINE_SETUP_CREATE", "dn2")]
     # and wrote the file on another block without dn2
+    closes = [e for e in logs["nn-agent"] if e["event"] == "nn.file.close"]
+    assert [(e["path"], e["len"]) for e in closes] == [("/data/f1", 256 * 1024)]
+
+
+def test_a_datanode_killed_while_held_before_its_setup_answer_fails_the_setup(tmp_path):
+    hs.fetched_or_skip(VERSION)
+    if not fetch.agent_jar().is_file():
+        pytest.skip(f"needs {fetch.agent_jar()}: python -m harness.systems.hadoop.fetch")
+    text = SCENARIO.replace("at: {event: dn.replica.state, node: dn2, where: {reason: create}, "
+                            "exact: true}", "at: {event: dn.pipeline.setup, node: dn2, exact: true}")
+    assert "dn.pipeline.setup" in text
+    outcome = run_unverified(load_scenario_text(text, "exact-setup.yaml"),
+                             results_dir=str(tmp_path), system="hadoop", hadoop_version=VERSION)
+    assert outcome.status == "completed", outcome.errors
+    logs = _events(outcome.run_dir)
+    harness = logs["harness"]
+    release, = [e for e in harness if e["event"] == "harness.hold.release"]
+    assert (release["held_node"], release["held_event"], release["late"]) == \
+        ("dn2", "dn.pipeline.setup", False)
+    inject = next(e for e in harness if e["event"] == "harness.fault.inject"
+                  and e.get("fault") == "kill-held")
+    assert inject["ts"] <= release["ts"]
+    setup, = [e for e in logs["dn2-agent"] if e["event"] == "dn.pipeline.setup"]
+    assert setup["ts"] <= inject["ts"] and setup["status"] == "SUCCESS"
+    # dn2 had its downstream's answer but its own never reached upstream: the client's
+    # setup of that block failed, blaming dn2, and no streaming error came before
+    errors = [e for e in logs.get("c1-agent", []) + logs.get("c1-dfsclient", [])
+              if e["event"] == "client.pipeline.error" and e["block"] == setup["block"]]
+    assert [(e["stage"], e["bad_node"]) for e in errors] == [("PIPELINE_SETUP_CREATE", "dn2")]
     closes = [e for e in logs["nn-agent"] if e["event"] == "nn.file.close"]
     assert [(e["path"], e["len"]) for e in closes] == [("/data/f1", 256 * 1024)]
