@@ -294,8 +294,8 @@ T = "2099-01-01T00:00:00.000001Z"     # after any run's start
 
 # the events an exact trigger can hold at, per release line (each a rule of the agent)
 HOLDABLE = {"client.pipeline.error", "client.pipeline.replace", "dn.pipeline.setup",
-            "dn.replica.state", "nn.block.state", "nn.file.close", "nn.lease.recover",
-            "nn.replica.reported"}
+            "dn.replica.state", "nn.block.state", "nn.file.close", "nn.file.truncate",
+            "nn.lease.recover", "nn.replica.reported"}
 
 
 @pytest.mark.parametrize("release", ["3.4.2", "3.3.6", "3.2.4"])
@@ -315,6 +315,15 @@ def test_an_exact_trigger_the_agent_cannot_hold_is_refused_in_one_line(event, wh
     with pytest.raises(ValueError) as e:
         agent.hold_rules("3.4.2", event, where, node)
     assert msg in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_truncate_line_says_whether_a_recovery_was_started():
+    m = agent.AgentMapper("namenode", "3.4.2")
+    ev, = m.feed(f"truncate\t{T}\t9\tIPC Server handler 3\t/data/t\t1049576\tfalse")
+    assert {k: ev[k] for k in ("event", "path", "len", "ok", "source")} == {
+        "event": "nn.file.truncate", "path": "/data/t", "len": 1049576, "ok": False,
+        "source": "hadoop-agent"}
+    assert "nn.file.truncate" in agent.REPLACES["namenode"]
 
 
 def test_hold_rules_name_only_the_rules_that_make_the_event():

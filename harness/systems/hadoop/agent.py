@@ -45,12 +45,14 @@ RDF = "org.apache.hadoop.hdfs.protocol.datatransfer.ReplaceDatanodeOnFailure"
 # contract events an agent rule provides in place of the log adapter's (logmap), by role:
 # the log's recoverLease line names no requester; the log's client.pipeline.replace are
 # inferred `added` only (a new node in a rebuilt pipeline), without the policy's inputs;
-# its nn.file.close has no length; its addStoredBlock line gives, before 3.4, the
-# NameNode's block length, not the reported replica's. An entry is an event name, or (event, field, value)
+# its nn.file.close has no length, its truncate line no answer; its addStoredBlock line
+# gives, before 3.4, the NameNode's block length, not the reported replica's. An entry is
+# an event name, or (event, field, value)
 # for the events of that name with that field's value only: a failed setup of a new
 # block's pipeline is the agent's client.pipeline.error (rule setup_failed).
 REPLACES: dict[str, frozenset] = {
-    "namenode": frozenset({"nn.lease.recover", "nn.file.close", "nn.replica.reported"}),
+    "namenode": frozenset({"nn.lease.recover", "nn.file.close", "nn.replica.reported",
+                           "nn.file.truncate"}),
     "datanode": frozenset(),
     "client": frozenset({"client.pipeline.replace",
                          ("client.pipeline.error", "stage", "PIPELINE_SETUP_CREATE")}),
@@ -339,7 +341,20 @@ _SETUP_RULES = [
               condition="$isClient && $5.length > 0"),
 ]
 
-TABLE_3_4 += [_CREATED_3_4, *_REPLICA_RULES, _SETUP_FAILED, *_SETUP_RULES]
+# A truncate on the NameNode (FSDirTruncateOp.truncate, under the namesystem's write
+# lock): its answer says whether the cut was done at once (true) or a truncate recovery
+# was started (false: prepareFileForTruncate queued it for the primary), which the log's
+# truncate line, written before the call, cannot say. Held here (exact injection), the
+# handler keeps the write lock, so no heartbeat takes the recovery command meanwhile.
+_TRUNCATE = AgentRule(
+    "truncate", "namenode", _NN + "FSDirTruncateOp", "truncate",
+    f"static {_NN}FSDirTruncateOp$TruncateResult truncate({FSN}, java.lang.String, long, "
+    f"java.lang.String, java.lang.String, long, {_NN}INode$BlocksMapUpdateInfo, "
+    f"{_NN}FSPermissionChecker)", "AT EXIT", "nn.file.truncate",
+    _f(path="$2", len="$3", ok="$!.getResult()"),
+    uses=((_NN + "FSDirTruncateOp$TruncateResult", "boolean getResult()"),))
+
+TABLE_3_4 += [_CREATED_3_4, *_REPLICA_RULES, _SETUP_FAILED, *_SETUP_RULES, _TRUNCATE]
 TABLE_3_3: list[AgentRule] = [_CREATED_3_3 if r.name == "replica_created" else r
                               for r in TABLE_3_4]
 TABLE_3_2: list[AgentRule] = TABLE_3_3
@@ -779,6 +794,10 @@ def _replace(entry: dict, done: dict) -> dict:
             "error": _null(done.get("error", "") or entry.get("note_error", ""))}
 
 
+def _file_truncate(v: dict, _done: dict) -> dict:
+    return {"path": v["path"], "len": _int(v["len"]), "ok": _bool(v["ok"])}
+
+
 def _file_close(v: dict, _done: dict) -> dict:
     return {"path": v["path"], "len": _int(v["len"]), "reason": _null(v["reason"])}
 
@@ -821,7 +840,7 @@ def _pipeline_setup(v: dict, done: dict) -> dict:
             "status": v["status"], "first_bad_link": bad}
 
 
-_EVENTS = {"nn.file.close": _file_close, "client.pipeline.replace": _replace,
+_EVENTS = {"nn.file.close": _file_close, "nn.file.truncate": _file_truncate, "client.pipeline.replace": _replace,
            "nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
            "dn.replica.state": _replica_state, "client.pipeline.error": _setup_failed,
            "dn.pipeline.setup": _pipeline_setup, "nn.replica.reported": _replica_reported}
