@@ -350,12 +350,13 @@ def test_the_script_sends_only_the_held_rules_through_the_helper():
     assert "HELPER" not in agent.script("3.4.2")
 
 
-def test_byteman_type_checks_the_held_rules_through_the_helper():
-    lib = fetch.lib_dir("3.4.2")
+@pytest.mark.parametrize("release", ["3.4.2", "3.3.6", "3.2.4"])
+def test_byteman_type_checks_the_held_rules_through_the_helper(release):
+    lib = fetch.lib_dir(release)
     if not lib.is_dir() or not fetch.agent_jar().is_file() or shutil.which("javac") is None:
-        pytest.skip("needs the hadoop 3.4.2 jars, the Byteman jar and a JDK")
-    every = frozenset(n for names in agent.holdable("3.4.2").values() for n in names)
-    assert agent.check_script("3.4.2", os.path.join(str(lib), "*"), str(fetch.agent_jar()),
+        pytest.skip(f"needs the hadoop {release} jars, the Byteman jar and a JDK")
+    every = frozenset(n for names in agent.holdable(release).values() for n in names)
+    assert agent.check_script(release, os.path.join(str(lib), "*"), str(fetch.agent_jar()),
                               every) == []
 
 

@@ -17,6 +17,11 @@ event, with `source: "hadoop-agent"`. The harness writes them, with their own se
 
 Where an agent event says what a log line said, the agent's wins and the log adapter
 drops its own (`REPLACES`): one source per fact.
+
+Exact injection (docs/hadoop.md): the rules an exact trigger can hold at
+(`hold_rules`) are generated through the helper agenthold/AgentHold.java, which writes
+the same line and then may hold the calling thread; `HoldRecords` maps the announced
+line to contract events for harness.exact.HoldServer.
 """
 
 from __future__ import annotations
