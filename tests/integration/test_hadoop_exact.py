@@ -95,8 +95,9 @@ def test_a_datanode_killed_while_held_before_its_setup_answer_fails_the_setup(tm
     hs.fetched_or_skip(VERSION)
     if not fetch.agent_jar().is_file():
         pytest.skip(f"needs {fetch.agent_jar()}: python -m harness.systems.hadoop.fetch")
-    text = SCENARIO.replace("at: {event: dn.replica.state, node: dn2, where: {reason: create}, "
-                            "exact: true}", "at: {event: dn.pipeline.setup, node: dn2, exact: true}")
+    text = SCENARIO.replace(
+        "at: {event: dn.replica.state, node: dn2, where: {reason: create}, exact: true}",
+        "at: {event: dn.pipeline.setup, node: dn2, exact: true}")
     assert "dn.pipeline.setup" in text
     outcome = run_unverified(load_scenario_text(text, "exact-setup.yaml"),
                              results_dir=str(tmp_path), system="hadoop", hadoop_version=VERSION)

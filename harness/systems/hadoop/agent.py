@@ -845,7 +845,8 @@ def _pipeline_setup(v: dict, done: dict) -> dict:
             "status": v["status"], "first_bad_link": bad}
 
 
-_EVENTS = {"nn.file.close": _file_close, "nn.file.truncate": _file_truncate, "client.pipeline.replace": _replace,
+_EVENTS = {"nn.file.close": _file_close, "nn.file.truncate": _file_truncate,
+           "client.pipeline.replace": _replace,
            "nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
            "dn.replica.state": _replica_state, "client.pipeline.error": _setup_failed,
            "dn.pipeline.setup": _pipeline_setup, "nn.replica.reported": _replica_reported}
