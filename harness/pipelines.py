@@ -4,8 +4,11 @@ A fault may name a DataNode by its place in a client's pipeline (harness.scenari
 The runner resolves it when the fault fires, against the client's *latest* pipeline: the
 `pipeline` of the newest `client.pipeline.setup` or `client.pipeline.recovered` event that
 client logged (spec/EVENTS.md; on Apache Hadoop the log adapter writes both from the
-DFSClient's DataStreamer lines). Any file, any block: the pipeline the client streams to
-now, or streamed to last. A rebuilt pipeline replaces the one it recovered, so a second
+DFSClient's DataStreamer lines), or of the NameNode's `nn.block.allocate` of a block for
+that client (its holder, else its path, as the client's `client.stream.open` named them):
+the pipeline it is about to set up, so a fault triggered on the allocation can act on
+the links of that setup. Any file, any block: the pipeline the client streams to now, or
+streamed to last. A rebuilt pipeline replaces the one it recovered, so a second
 fault on `c1.pipeline[1]` after a recovery names the node now second.
 
 - `PipelineTracker`: pure bookkeeping, fed events, answers `resolve(position)`.
@@ -29,6 +32,8 @@ from faults.base import FaultError
 from harness.scenario.positions import PipelinePosition, looks_like_position, parse_position
 
 PIPELINE_EVENTS = ("client.pipeline.setup", "client.pipeline.recovered")
+ALLOCATE = "nn.block.allocate"      # logged by the NameNode: whose block by holder or path
+OPEN = "client.stream.open"         # a client's holder name and the path it writes
 
 
 class PositionError(FaultError):
@@ -36,21 +41,48 @@ class PositionError(FaultError):
 
 
 class PipelineTracker:
-    """The latest pipeline of each client, from its own pipeline events."""
+    """The latest pipeline of each client, from its own pipeline events and the NameNode's
+    allocations of blocks for it."""
 
     def __init__(self) -> None:
         self._latest: dict[str, tuple[float, dict]] = {}
+        self._holders: dict[str, str] = {}    # holder -> client (client.stream.open)
+        self._paths: dict[str, str] = {}      # path -> the client that opened it last
 
     def observe(self, event: dict) -> None:
-        if event.get("event") not in PIPELINE_EVENTS:
+        name = event.get("event")
+        if name == OPEN:
+            self._learn_client(event)
             return
-        client, pipeline, ts = event.get("node"), event.get("pipeline"), event.get("ts")
+        if name == ALLOCATE:
+            client = self._client_of(event)
+        elif name in PIPELINE_EVENTS:
+            client = event.get("node")
+        else:
+            return
+        pipeline, ts = event.get("pipeline"), event.get("ts")
         if not isinstance(client, str) or not isinstance(pipeline, list) \
                 or not isinstance(ts, (int, float)):
             return
         seen = self._latest.get(client)
         if seen is None or ts >= seen[0]:   # equal ts: the later line wins
             self._latest[client] = (float(ts), event)
+
+    def _learn_client(self, event: dict) -> None:
+        client, holder, path = event.get("node"), event.get("holder"), event.get("path")
+        if not isinstance(client, str):
+            return
+        if isinstance(holder, str):
+            self._holders[holder] = client
+        if isinstance(path, str):
+            self._paths[path] = client
+
+    def _client_of(self, allocate: dict) -> str | None:
+        """The client an allocated block is for: its holder's, else its path's opener."""
+        holder, path = allocate.get("holder"), allocate.get("path")
+        if isinstance(holder, str) and holder in self._holders:
+            return self._holders[holder]
+        return self._paths.get(path) if isinstance(path, str) else None
 
     def observe_all(self, events: Iterable[dict]) -> None:
         for event in events:

@@ -189,6 +189,30 @@ def test_the_latest_pipeline_of_that_client_wins():
     assert t.resolve(PipelinePosition("c1", 0)) == "dn3"
 
 
+def test_an_allocation_for_the_client_is_its_pipeline_before_the_setup():
+    # a fault triggered on nn.block.allocate acts on the links of the setup to come
+    t = PipelineTracker()
+    t.observe({"event": "client.stream.open", "node": "c1", "ts": 0.5, "path": "/f",
+               "holder": "DFSClient_c1"})
+    t.observe({"event": "client.stream.open", "node": "c2", "ts": 0.6, "path": "/g",
+               "holder": "DFSClient_c2"})
+    t.observe(ev("nn.block.allocate", "nn", 1.0, ["dn2", "dn4", "dn1"], path="/f",
+                 holder="DFSClient_c1"))
+    assert t.resolve(PipelinePosition("c1", 1)) == "dn4"
+    # no holder named (a log line without it): the path's opener
+    t.observe(ev("nn.block.allocate", "nn", 2.0, ["dn3", "dn1", "dn2"], path="/g", holder=None))
+    assert t.resolve(PipelinePosition("c2", "last")) == "dn2"
+    # the setup that follows (or a newer allocation after it failed) wins as before
+    t.observe(ev("client.pipeline.setup", "c1", 1.1, ["dn2", "dn4", "dn1"]))
+    t.observe(ev("nn.block.allocate", "nn", 3.0, ["dn1", "dn3", "dn2"], path="/f",
+                 holder="DFSClient_c1"))
+    assert t.resolve(PipelinePosition("c1", 0)) == "dn1"
+    # an allocation for a holder and path no client opened names no client
+    t.observe(ev("nn.block.allocate", "nn", 4.0, ["dn4", "dn4", "dn4"], path="/h",
+                 holder="other"))
+    assert t.resolve(PipelinePosition("c1", 0)) == "dn1"
+
+
 def test_no_pipeline_yet_is_an_error_not_a_no_op():
     with pytest.raises(PositionError, match=r"c1.pipeline\[1\] cannot be resolved: c1 has set "
                                             r"up no pipeline yet"):
