@@ -134,6 +134,11 @@ def classify(result: dict, verdict: "Verdict | None") -> tuple[str, list[str]]:
     return ("fail" if failed else "pass"), failed
 
 
+def run_seed(events: list[dict]) -> int | None:
+    """The seed a run ran with (its harness.run.start says it)."""
+    return next((e.get("seed") for e in events if e.get("event") == "harness.run.start"), None)
+
+
 def stuck_operations(run_dir: str | None) -> list[str] | None:
     """The workload operations that started and never ended although their client was
     not killed: a hang. An operation whose own trigger never fired (the fault took away
@@ -265,6 +270,7 @@ class Explorer:
                 self.queue.push(Schedule.from_json(item))
             self.state.running = {}
             self.elapsed_before = self.state.elapsed
+            self._pin_seed((self.state.base_run or {}).get("seed"))
             self.say(f"explore: resuming {self.out}: {len(self.state.results)} done, "
                      f"{len(self.queue)} queued")
         else:
@@ -290,6 +296,13 @@ class Explorer:
                 f.write(to_yaml(self.schedule_doc(schedule)))
         self.state.schedules[schedule.id] = schedule.to_json()
         return path
+
+    def _pin_seed(self, seed: int | None) -> None:
+        """Every schedule runs with the base run's seed (the NameNode's placement draws
+        from it): a base without a `seed` gets a new one at each run, and a schedule's
+        point on a replica the base placed on dn4 might then never come."""
+        if seed is not None and self.base_doc.get("seed") is None:
+            self.base_doc["seed"] = seed
 
     def schedule_doc(self, schedule: Schedule, name: str | None = None) -> dict:
         return scenario_doc(self.base_doc, schedule, name=name, exact=self.exact,
@@ -386,7 +399,10 @@ class Explorer:
             raise ExploreError(f"the clean run of the base scenario does not pass ({outcome}"
                                f"{': ' + ','.join(failed) if failed else ''}; "
                                f"{result['run_dir']}): fix the base before exploring it")
-        self.points = extract_points(read_run_events(result["run_dir"]))
+        events = read_run_events(result["run_dir"])
+        self.state.base_run["seed"] = run_seed(events)
+        self._pin_seed(self.state.base_run["seed"])
+        self.points = extract_points(events)
         self.state.points = [p.to_json() for p in self.points]
         schedules = self.depth1(self.points)
         self.state.space = len(schedules)
