@@ -35,9 +35,11 @@ def test_schedules_take_the_seed_of_the_base_run_when_the_base_has_none(tmp_path
     shutil.copytree(RUN, run_dir)
     x = unseeded_explorer(tmp_path)
     passed = Verdict(scenario="base", passed=True, checks=[], run_dir=str(run_dir))
-    x._run_and_verify = lambda schedules: [({"run_dir": str(run_dir), "status": "completed",
-                                             "errors": []}, passed)]
+    x._run_all = lambda schedules: [{"run_dir": str(run_dir), "status": "completed",
+                                      "errors": []}]
+    x._verify = lambda results: [passed]
     x._record_base()
+    x._check_base(wait=True)
     assert x.state.base_run["seed"] == 11
     schedule = x.queue.pop()
     with open(x.schedule_file(schedule)) as f:
