@@ -269,8 +269,11 @@ class Run:
         triggers = self._pending_triggers(pending)
         lasting = [fid for fid, f in self.active.items() if getattr(f, "active", True)
                    and self.scenario.fault(fid).lasting]
-        if (triggers is None or lasting or any(k[0] == "heal" for k in pending)
-                or not self.firings.empty()):
+        # the heal of a fault not injected yet comes after it (`duration`) or undoes
+        # nothing: only an injected fault's pending heal may change the cluster again
+        heals = [k for k in pending if k[0] == "heal" and (k[1] in self.fired
+                                                           or k[1] in self.active)]
+        if triggers is None or lasting or heals or not self.firings.empty():
             self._settle_polls = 0
             return False
         try:
