@@ -77,6 +77,12 @@ TIMER_EVENTS = frozenset({
 # under one has not settled; kinds done once injected (a crash, a corrupt replica) do not.
 
 
+# Seconds between two quiescence polls at the end of a run. The cluster's state shows a
+# command in flight (a pending transfer, a replica not deleted yet, a block under
+# recovery), so the confirming poll need not wait for a heartbeat.
+QUIESCENCE_POLL_S = 0.2
+
+
 class Run:
     """The state of one run; `execute()` drives it from start to verdict."""
 
@@ -502,7 +508,8 @@ class Run:
         reached = tenacity.Retrying(
             # a quiet poll at the deadline still gets its confirming poll
             stop=lambda _: time.time() >= limit and quiet_polls == 0,
-            wait=tenacity.wait_fixed(0.5), retry=tenacity.retry_if_result(lambda ok: not ok),
+            wait=tenacity.wait_fixed(QUIESCENCE_POLL_S),
+            retry=tenacity.retry_if_result(lambda ok: not ok),
             before_sleep=lambda _: self._progress(
                 f"waiting for quiescence: {why or 'quiet once, checking again'}", transient=True),
             retry_error_callback=lambda state: state.outcome.result())(quiet)
