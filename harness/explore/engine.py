@@ -587,6 +587,8 @@ class Explorer:
             smallest = original
             if go_on():
                 def still_fails(options):
+                    if not go_on():   # the budget is spent: no more rounds
+                        return [False] * len(options)
                     results = self._run_and_verify(options)
                     same = []
                     for o, (r, v) in zip(options, results):
