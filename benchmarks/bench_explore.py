@@ -11,8 +11,8 @@ determinism.
 `rate` explores a base scenario for the budget and prints schedules per hour
 (verification included) and the median split of one schedule: start (Toxiproxy, cluster
 up), workload, recovery wait (heal, stop clients), quiescence, stop (final state,
-teardown), and verification per run (batched, one Spark session). Target (issue 19):
->= 1,000 schedules per hour on a 2-core machine.
+teardown), and verification per run (batched, one Spark session). Target (issue 33):
+>= 3,000 schedules per hour on a 2-core machine.
 
 `repeat` takes schedules an exploration in OUT ran, runs each `--times` times and prints,
 per schedule, the outcomes (pass/fail/hung and the failed checks) and where each exact
@@ -53,7 +53,7 @@ def cmd_rate(args) -> int:
           f"{args.workers} workers ({out})")
     print(f"  schedules run     {n['schedules']} ({n['depth1']} depth 1, {n['depth2']} depth 2;"
           f" {n['schedules'] - n['explored']} while shrinking)")
-    print(f"  schedules/hour    {n['per_hour']:.0f} (target 1000)")
+    print(f"  schedules/hour    {n['per_hour']:.0f} (target 3000)")
     print(f"  depth-1 coverage  {n['depth1']} of {n['space_depth1']} "
           f"({n['coverage_depth1'] * 100:.1f}%), {n['points']} failure points")
     print(f"  outcomes          {n['outcomes']}; findings {n['findings']}")

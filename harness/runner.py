@@ -77,6 +77,12 @@ TIMER_EVENTS = frozenset({
 # under one has not settled; kinds done once injected (a crash, a corrupt replica) do not.
 
 
+# Seconds between two quiescence polls at the end of a run. The cluster's state shows a
+# command in flight (a pending transfer, a replica not deleted yet, a block under
+# recovery), so the confirming poll need not wait for a heartbeat.
+QUIESCENCE_POLL_S = 0.2
+
+
 class Run:
     """The state of one run; `execute()` drives it from start to verdict."""
 
@@ -269,8 +275,11 @@ class Run:
         triggers = self._pending_triggers(pending)
         lasting = [fid for fid, f in self.active.items() if getattr(f, "active", True)
                    and self.scenario.fault(fid).lasting]
-        if (triggers is None or lasting or any(k[0] == "heal" for k in pending)
-                or not self.firings.empty()):
+        # the heal of a fault not injected yet comes after it (`duration`) or undoes
+        # nothing: only an injected fault's pending heal may change the cluster again
+        heals = [k for k in pending if k[0] == "heal" and (k[1] in self.fired
+                                                           or k[1] in self.active)]
+        if triggers is None or lasting or heals or not self.firings.empty():
             self._settle_polls = 0
             return False
         try:
@@ -505,7 +514,8 @@ class Run:
         reached = tenacity.Retrying(
             # a quiet poll at the deadline still gets its confirming poll
             stop=lambda _: time.time() >= limit and quiet_polls == 0,
-            wait=tenacity.wait_fixed(0.5), retry=tenacity.retry_if_result(lambda ok: not ok),
+            wait=tenacity.wait_fixed(QUIESCENCE_POLL_S),
+            retry=tenacity.retry_if_result(lambda ok: not ok),
             before_sleep=lambda _: self._progress(
                 f"waiting for quiescence: {why or 'quiet once, checking again'}", transient=True),
             retry_error_callback=lambda state: state.outcome.result())(quiet)

@@ -92,8 +92,12 @@ class LocalCluster:
         for node in self.nodes:
             self.write_routes(node)
         self.start_node("nn")
+        # the DataNodes start side by side: each waits for its port only once all run
         for dn in self.datanodes():
-            self.start_node(dn)
+            self.start_node(dn, wait=False)
+        for dn in self.datanodes():
+            spec = self.nodes[dn]
+            _wait_port(spec["rpc"], self.procs[dn], dn, spec["stdout"])
         self.save()
         if wait:
             self.wait_healthy(timeout)
@@ -115,7 +119,8 @@ class LocalCluster:
             cmd += ["--seed", str(self.seed)]
         return cmd
 
-    def start_node(self, node: str) -> None:
+    def start_node(self, node: str, wait: bool = True) -> None:
+        """Start a node's process; `wait`: until it listens on its RPC port."""
         spec = self.nodes[node]
         os.makedirs(spec["storage"], exist_ok=True)
         out = open(spec["stdout"], "ab")
@@ -127,7 +132,8 @@ class LocalCluster:
         self.procs[node] = proc
         spec["pid"] = proc.pid
         self.save()
-        _wait_port(spec["rpc"], proc, node, spec["stdout"])
+        if wait:
+            _wait_port(spec["rpc"], proc, node, spec["stdout"])
 
     def start_client(self, client_id: str, ops: list[dict], seed: int = 0,
                      config: dict | None = None, gate_dir: str | None = None) -> subprocess.Popen:
@@ -177,6 +183,20 @@ class LocalCluster:
                 _wait_exit(pid, self.procs.get(node), 5)
         self.nodes[node]["pid"] = None
         self.save()
+
+    def stop_nodes(self, nodes: list[str], timeout: float = 10.0) -> None:
+        """Graceful stop of several nodes side by side: every one is told (SIGTERM) before
+        any is waited for, then each as stop_node (SIGKILL if it does not go in time)."""
+        for node in nodes:
+            pid = self.nodes[node].get("pid")
+            if pid and pid_alive(pid):
+                _resume_quietly(pid)
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for node in nodes:
+            self.stop_node(node, timeout)
 
     def kill_node(self, node: str) -> None:
         """SIGKILL: a crash. Storage is kept."""

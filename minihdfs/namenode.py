@@ -93,6 +93,11 @@ class NameNode:
         self.datanodes: dict[str, DatanodeDescriptor] = {}
         self.leases = LeaseManager(conf["lease.soft-limit"], conf["lease.hard-limit"])
         self.placement = BlockPlacementPolicy(random.Random(seed))
+        # the redundancy monitor draws from its own seeded stream: whether it found work
+        # before an addBlock (a matter of timing) must not change where a seeded run
+        # places that block (Hadoop's choices are unseeded; the rules stay the same)
+        self.redundancy_placement = BlockPlacementPolicy(
+            random.Random(None if seed is None else f"{seed}/redundancy"))
         self.last_gs = 1000
         self.last_block_id = 1073741824       # Hadoop's first block id
         self.pending_replication: dict[tuple[int, str], float] = {}
@@ -1319,8 +1324,8 @@ class NameNode:
             missing = inode.replication - len(valid) - len(pending)
             if missing > 0:
                 sources = [dn for dn in valid if not self.datanodes[dn].stale] or valid
-                source = self.placement.rng.choice(sorted(sources))
-                targets = self.placement.choose_targets(
+                source = self.redundancy_placement.rng.choice(sorted(sources))
+                targets = self.redundancy_placement.choose_targets(
                     "", missing, self._good_targets(), chosen=valid,
                     excluded=set(info.replicas) | set(pending), rack_of=self._rack_of())
                 if targets:

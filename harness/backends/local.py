@@ -129,12 +129,18 @@ class LocalBackend(Backend):
                 self.system.stop_event_sources(self.context())
             except Exception:   # the nodes must still stop
                 pass
-            for node, spec in list(self.cluster.nodes.items()):
-                if spec.get("pid"):
-                    try:
-                        self.cluster.stop_node(node, timeout=5.0)
-                    except (OSError, ClusterError):
-                        pass
+            nodes = [node for node, spec in list(self.cluster.nodes.items()) if spec.get("pid")]
+            stop_all = getattr(self.cluster, "stop_nodes", None)   # side by side, if it can
+            try:
+                if stop_all is not None:
+                    stop_all(nodes, timeout=5.0)
+            except (OSError, ClusterError):
+                stop_all = None
+            for node in nodes if stop_all is None else ():
+                try:
+                    self.cluster.stop_node(node, timeout=5.0)
+                except (OSError, ClusterError):
+                    pass
         if self.mesh is not None:
             try:
                 self.mesh.destroy()

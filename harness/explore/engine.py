@@ -134,6 +134,11 @@ def classify(result: dict, verdict: "Verdict | None") -> tuple[str, list[str]]:
     return ("fail" if failed else "pass"), failed
 
 
+def run_seed(events: list[dict]) -> int | None:
+    """The seed a run ran with (its harness.run.start says it)."""
+    return next((e.get("seed") for e in events if e.get("event") == "harness.run.start"), None)
+
+
 def stuck_operations(run_dir: str | None) -> list[str] | None:
     """The workload operations that started and never ended although their client was
     not killed: a hang. An operation whose own trigger never fired (the fault took away
@@ -197,6 +202,7 @@ class Explorer:
         self._lock = threading.Lock()
         self.elapsed_before = 0.0
         self.t0 = time.time()
+        self._base_check: tuple | None = None   # the base run's verification in flight
 
     # -- the system under test --------------------------------------------------------------
 
@@ -265,6 +271,10 @@ class Explorer:
                 self.queue.push(Schedule.from_json(item))
             self.state.running = {}
             self.elapsed_before = self.state.elapsed
+            self._pin_seed((self.state.base_run or {}).get("seed"))
+            if (self.state.base_run or {}).get("outcome") == "unverified":
+                self._start_base_check({"run_dir": self.state.base_run["run_dir"],
+                                        "status": "completed", "errors": []})
             self.say(f"explore: resuming {self.out}: {len(self.state.results)} done, "
                      f"{len(self.queue)} queued")
         else:
@@ -290,6 +300,13 @@ class Explorer:
                 f.write(to_yaml(self.schedule_doc(schedule)))
         self.state.schedules[schedule.id] = schedule.to_json()
         return path
+
+    def _pin_seed(self, seed: int | None) -> None:
+        """Every schedule runs with the base run's seed (the NameNode's placement draws
+        from it): a base without a `seed` gets a new one at each run, and a schedule's
+        point on a replica the base placed on dn4 might then never come."""
+        if seed is not None and self.base_doc.get("seed") is None:
+            self.base_doc["seed"] = seed
 
     def schedule_doc(self, schedule: Schedule, name: str | None = None) -> dict:
         return scenario_doc(self.base_doc, schedule, name=name, exact=self.exact,
@@ -376,17 +393,21 @@ class Explorer:
         return self.state
 
     def _record_base(self) -> None:
+        """Run the base once without faults and queue the schedules at its points. Its
+        verification goes on in a thread while the first schedules run (a cold Spark
+        session takes tens of seconds on a loaded machine); `_judge_base` stops the
+        exploration if the verdict is not a pass. A run that did not even complete is
+        verified and refused at once."""
         self.say(f"explore: clean run of {os.path.relpath(self.base_path)}")
-        clean = Schedule(())
-        [(result, verdict)] = self._run_and_verify([clean])
-        outcome, failed = classify(result, verdict)
-        self.state.base_run = {"run_dir": result["run_dir"], "outcome": outcome,
-                                  "failed": failed, "timings": result.get("timings")}
-        if outcome != "pass":
-            raise ExploreError(f"the clean run of the base scenario does not pass ({outcome}"
-                               f"{': ' + ','.join(failed) if failed else ''}; "
-                               f"{result['run_dir']}): fix the base before exploring it")
-        self.points = extract_points(read_run_events(result["run_dir"]))
+        [result] = self._run_all([Schedule(())])
+        self.state.base_run = {"run_dir": result["run_dir"], "outcome": "unverified",
+                               "failed": [], "timings": result.get("timings")}
+        if result.get("status") != "completed" or not result.get("run_dir"):
+            self._judge_base(result, self._verify([result])[0])
+        events = read_run_events(result["run_dir"])
+        self.state.base_run["seed"] = run_seed(events)
+        self._pin_seed(self.state.base_run["seed"])
+        self.points = extract_points(events)
         self.state.points = [p.to_json() for p in self.points]
         schedules = self.depth1(self.points)
         self.state.space = len(schedules)
@@ -394,11 +415,39 @@ class Explorer:
             self.queue.push(s)
         self.say(f"explore: {len(self.points)} failure points, {len(schedules)} depth-1 "
                  f"schedules (points x faults)")
+        self._start_base_check(result)
         self.save()
 
-    def _run_and_verify(self, schedules: list[Schedule]) -> list[tuple[dict, Verdict | None]]:
-        """Run schedules on the pool and verify them as one batch (used for the base run
-        and for shrinking; exploration overlaps the two)."""
+    def _start_base_check(self, result: dict) -> None:
+        holder: list = []
+        thread = threading.Thread(target=lambda: holder.append(self._verify([result])[0]),
+                                  daemon=True)
+        self._base_check = (thread, result, holder)
+        thread.start()
+
+    def _check_base(self, wait: bool = False) -> None:
+        """Judge the base run once its verdict is in (`wait`: wait for it)."""
+        if self._base_check is None:
+            return
+        thread, result, holder = self._base_check
+        if wait:
+            thread.join()
+        if thread.is_alive():
+            return
+        self._base_check = None
+        self._judge_base(result, holder[0] if holder else None)
+        self.save()
+
+    def _judge_base(self, result: dict, verdict: Verdict | None) -> None:
+        outcome, failed = classify(result, verdict)
+        self.state.base_run.update(outcome=outcome, failed=failed)
+        if outcome != "pass":
+            raise ExploreError(f"the clean run of the base scenario does not pass ({outcome}"
+                               f"{': ' + ','.join(failed) if failed else ''}; "
+                               f"{result['run_dir']}): fix the base before exploring it")
+
+    def _run_all(self, schedules: list[Schedule]) -> list[dict]:
+        """Run schedules on the pool; what each run gave (no verification)."""
         futures = [self.pool.submit(run_schedule, self.schedule_file(s),
                                     os.path.join(self.out, "runs")) for s in schedules]
         results = []
@@ -407,6 +456,12 @@ class Explorer:
                 results.append(f.result())
             except Exception as e:
                 results.append({"run_dir": None, "status": "error", "errors": [repr(e)]})
+        return results
+
+    def _run_and_verify(self, schedules: list[Schedule]) -> list[tuple[dict, Verdict | None]]:
+        """Run schedules on the pool and verify them as one batch (used for shrinking;
+        exploration overlaps the two)."""
+        results = self._run_all(schedules)
         verdicts = self._verify([r for r in results])
         return list(zip(results, verdicts))
 
@@ -431,7 +486,8 @@ class Explorer:
     def _explore(self, go_on: Callable[[], bool]) -> None:
         running: dict[cf.Future, Schedule] = {}
         to_verify: list[tuple[Schedule, dict]] = []
-        verifying: list[threading.Thread] = []
+        # the base run's verification first: one verification at a time on the session
+        verifying: list[threading.Thread] = [self._base_check[0]] if self._base_check else []
         verified: list[tuple[Schedule, dict, Verdict | None]] = []
         last_save = time.time()
 
@@ -466,6 +522,7 @@ class Explorer:
                         r = {"run_dir": None, "status": "error", "errors": [repr(e)]}
                     to_verify.append((s, r))
             verifying = [t for t in verifying if t.is_alive()]
+            self._check_base()
             idle = not running
             if to_verify and not verifying and (len(to_verify) >= self.batch or idle):
                 batch, to_verify = to_verify, []
@@ -488,6 +545,7 @@ class Explorer:
                         break
             if not running:
                 time.sleep(0.2)   # waiting for a verification batch
+        self._check_base(wait=True)
 
     def _progress(self, in_flight: int) -> str:
         done = len(self.state.results)
@@ -529,6 +587,8 @@ class Explorer:
             smallest = original
             if go_on():
                 def still_fails(options):
+                    if not go_on():   # the budget is spent: no more rounds
+                        return [False] * len(options)
                     results = self._run_and_verify(options)
                     same = []
                     for o, (r, v) in zip(options, results):

@@ -46,3 +46,16 @@ def test_a_point_that_cannot_come_ends_the_run_as_unreached(tmp_path):
     (verdict,) = verify_outcomes([outcome])
     assert not verdict.passed
     assert verdict.run_status == "unreached"
+
+
+def test_a_fault_with_a_duration_whose_point_cannot_come_ends_as_unreached(tmp_path):
+    """The explorer's faults last a while (a 5 s pause): their heal trigger is pending from
+    the start, yet it cannot come before the fault does, so it keeps no run going."""
+    text = SCENARIO.replace(
+        "{id: x1, kind: kill, target: dn2, at: {event: client.pipeline.recovered}}",
+        "{id: x1, kind: pause, target: dn2, duration: 5s,\n"
+        "         at: {event: client.pipeline.recovered, exact: true}}")
+    assert "pause" in text
+    outcome = run_unverified(load_scenario_text(text), "local", results_dir=str(tmp_path))
+    assert outcome.status == "unreached", outcome.errors
+    assert any("pending: inject x1" in e for e in outcome.errors), outcome.errors

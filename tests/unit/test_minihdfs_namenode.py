@@ -930,3 +930,27 @@ def test_heartbeat_check_uses_hadoops_stale_floor_and_dead_interval(tmp_path, na
     d = fast.datanodes["dn1"]
     fast.heartbeat_check(d.last_heartbeat + 10.5)     # 2 x 5 s + 10 x 0 s
     assert d.dead and fast.events.named("nn.dn.dead", dn="dn1")
+
+
+def test_seeded_placement_of_new_blocks_does_not_depend_on_redundancy_work(tmp_path, namenodes):
+    """Two NameNodes of the same seed place the same new blocks alike whether or not the
+    redundancy monitor re-replicated a block in between: when it runs is a timing, and
+    a schedule of the explorer replays the base run's placement from its seed."""
+    placed = []
+    for name, monitor in (("a", False), ("b", True)):
+        nn = new_namenode(tmp_path / name)
+        namenodes.append(nn)
+        nn.rpc_create("/f", "c1", replication=3)
+        lb = nn.rpc_addBlock("/f", "c1")
+        received(nn, lb["locations"][0], lb["block"], lb["gs"], 1000)   # one replica of 3
+        assert nn.rpc_complete("/f", "c1", last={"block": lb["block"], "gs": lb["gs"],
+                                                 "len": 1000}) is True
+        if monitor:
+            nn.compute_redundancy_work()
+            assert nn.events.named("nn.replication.schedule", block=lb["block"])
+        pipelines = []
+        for i in range(6):
+            nn.rpc_create(f"/g{i}", "c1", replication=3)
+            pipelines.append(nn.rpc_addBlock(f"/g{i}", "c1")["locations"])
+        placed.append(pipelines)
+    assert placed[0] == placed[1]

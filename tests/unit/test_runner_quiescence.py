@@ -54,3 +54,11 @@ def test_busy_at_the_deadline_is_no_quiescence(monkeypatch):
     fields, errors = _run(monkeypatch, quiet_from=60.0)
     assert fields["reached"] is False and fields["reason"] == "a block under-replicated"
     assert errors == ["no quiescence: a block under-replicated"]
+
+
+def test_a_quiet_cluster_is_confirmed_after_one_short_poll(monkeypatch):
+    """Quiet at once: the first poll and its confirming poll 0.2 s later end the wait
+    (a fixed half second per run before)."""
+    fields, errors = _run(monkeypatch, quiet_from=0.0)
+    assert fields["reached"] is True and errors == []
+    assert fields["waited"] == runner.QUIESCENCE_POLL_S == 0.2

@@ -89,3 +89,14 @@ def test_a_busy_poll_starts_the_count_again(tmp_path):
     assert _polls(run, 1) == [False]
     run.system.quiet = True
     assert _polls(run, 2) == [False, True]
+
+
+def test_the_pending_heal_of_a_fault_that_never_fired_keeps_no_run(tmp_path):
+    """A fault with a duration has a heal trigger from the start; while its fault waits
+    for an event that cannot come, that heal cannot come either (it follows the
+    injection), so the run ends as unreached instead of waiting out the timeout."""
+    run = _run(tmp_path, keys=(("inject", "x1"), ("heal", "x1")))
+    assert _polls(run) == [False, True, True]
+    run.fired.append("x1")     # injected: its heal is due, the run goes on
+    run._settle_polls = 0
+    assert _polls(run) == [False, False, False]
