@@ -105,7 +105,11 @@ def ship_conf(archive: str, toxiproxy: str | None = None,
     if not os.environ.get("HDFS_CHAOS_SPARK_PARTITIONS"):
         # a batch is a few runs of small logs: a cluster's default of 200 partitions
         # makes hundreds of tasks of nothing per stage of the checks
-        conf["spark.sql.shuffle.partitions"] = conf["spark.default.parallelism"] = "4"
+        conf["spark.sql.shuffle.partitions"] = conf["spark.default.parallelism"] = "2"
+    # the checks of such a batch are seconds of cold code on the executors as in a local
+    # verify (session._java_options): the client compiler only, the throughput collector
+    conf["spark.executor.extraJavaOptions"] = ("-XX:+UseParallelGC -XX:TieredStopAtLevel=1 "
+                                               "-XX:CICompilerCount=1")
     if toxiproxy:
         conf["spark.files"] = os.path.abspath(toxiproxy)
     return conf

@@ -56,7 +56,8 @@ def test_ship_conf_sends_project_toxiproxy_and_environment_through_spark(tmp_pat
     assert conf["spark.files"] == "/bin/toxiproxy-server"
     assert conf["spark.pyspark.python"] == f"./{sparkrun.ENV_NAME}/bin/python"
     assert conf["spark.scheduler.mode"] == "FAIR" and conf["spark.speculation"] == "false"
-    assert conf["spark.sql.shuffle.partitions"] == "4"
+    assert conf["spark.sql.shuffle.partitions"] == "2"
+    assert "TieredStopAtLevel=1" in conf["spark.executor.extraJavaOptions"]
     bare = ship_conf("/p/proj.zip")
     assert "spark.files" not in bare and "spark.pyspark.python" not in bare
     monkeypatch.setenv("HDFS_CHAOS_SPARK_PARTITIONS", "16")    # the user's setting wins
