@@ -97,7 +97,10 @@ def ship_conf(archive: str, toxiproxy: str | None = None,
     archives = [f"{os.path.abspath(archive)}#{ARCHIVE_NAME}"]
     conf = {"spark.scheduler.mode": "FAIR",
             # one schedule is one task: no second copy of a run beside a slow one
-            "spark.speculation": "false"}
+            "spark.speculation": "false",
+            # a check's task waits for no particular executor (the default waits 3 s for
+            # the one caching its input, which a run may hold for many seconds)
+            "spark.locality.wait": "0s"}
     if python_env:
         archives.append(f"{os.path.abspath(python_env)}#{ENV_NAME}")
         conf["spark.pyspark.python"] = f"./{ENV_NAME}/bin/python"
@@ -451,6 +454,11 @@ def start(master: str, out: str, toxiproxy: str | None = None,
         raise MissingPiece(f"--spark-toxiproxy {toxiproxy}: not an executable file")
     archive = project_archive(os.path.join(os.path.abspath(out), ".spark"))
     conf = ship_conf(archive, toxiproxy, python_env)
+    if not master.startswith("local"):
+        # the driver plans the checks of small batches, as a local verify does: the same
+        # JVM options (client compiler, throughput collector, the CDS archive if built)
+        from harness.reconcile.session import SMALL_INPUT_BYTES, _java_options
+        conf["spark.driver.extraJavaOptions"] = _java_options(SMALL_INPUT_BYTES)
     os.makedirs(out, exist_ok=True)
     return get_spark(master, log_path=os.path.join(os.path.abspath(out), "spark.log"),
                      conf=conf)

@@ -15,6 +15,8 @@ import socket
 import subprocess
 import time
 
+from hdfs_contract import lifeline
+
 
 class ClusterError(RuntimeError):
     """The cluster did not come up (one line, with the log to read)."""
@@ -68,9 +70,10 @@ class StandaloneCluster:
         os.makedirs(self.work_dir, exist_ok=True)
         log = open(os.path.join(self.work_dir, f"{name}.log"), "ab")
         try:
-            # its own process group: a kill of the group takes its executors along
-            return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self._env(),
-                                    start_new_session=True)
+            # its own process group: a kill of the group takes its executors along; tied
+            # to this process (lifeline), so a test killed outright leaves no daemon
+            return lifeline.popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self._env(),
+                                  start_new_session=True)
         finally:
             log.close()
 
