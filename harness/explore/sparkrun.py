@@ -299,7 +299,7 @@ def run_task(payload: dict, root: str) -> dict:
         _prepare(path, payload["system"])
         module = __import__(payload["module"], fromlist=[payload["function"]])
         result = getattr(module, payload["function"])(path, os.path.join(work, "runs"))
-        result = dict(result, host=_host(), attempt=tag)
+        result = dict(result, host=_host(), attempt=tag, project=root)
         # a run cut short (its executor going down signals it) is no result to keep
         if not result.get("run_dir") or not os.path.isdir(result["run_dir"]) \
                 or result.get("status") == "interrupted":
@@ -320,7 +320,8 @@ def task_entry(archive_name: str = ARCHIVE_NAME, packages: tuple = PACKAGES,
         import socket
         import sys
         from pyspark import SparkFiles
-        root = os.path.join(SparkFiles.getRootDirectory(), archive_name)
+        # absolute: the runs' processes (PYTHONPATH) work in other folders
+        root = os.path.abspath(os.path.join(SparkFiles.getRootDirectory(), archive_name))
         if not os.path.isdir(os.path.join(root, "harness")):
             raise RuntimeError(f"{missing} {socket.gethostname()} has not got the project "
                                f"({archive_name} is not in {SparkFiles.getRootDirectory()}): "

@@ -57,13 +57,13 @@ def test_schedules_run_as_tasks_on_the_cluster_and_resume(cluster, tmp_path):
     out = str(tmp_path / "explore")
     spark = sparkrun.start(cluster.url, out)
     assert spark.sparkContext.master == cluster.url
-    state = explore(BASE, out, budget=3600, depth=1, workers=2, max_schedules=3,
+    state = explore(BASE, out, budget=3600, depth=1, workers=2, max_schedules=2,
                     pool=_pool(spark))
     assert state.base_run["outcome"] == "pass"
-    assert len(state.results) == 3
+    assert len(state.results) == 2
     published = _published(out)
     # one folder per schedule (and the clean run), named by it, published whole
-    assert len(published) == 4
+    assert len(published) == 3
     for r in state.results.values():
         name = os.path.basename(r["run_dir"])
         assert os.path.dirname(r["run_dir"]) == os.path.join(out, "runs")
@@ -72,15 +72,17 @@ def test_schedules_run_as_tasks_on_the_cluster_and_resume(cluster, tmp_path):
         assert os.path.exists(os.path.join(r["run_dir"], "verdict.json"))   # verified
         # ran by a Python worker of an executor: its attempt tag, not this process
         assert published[name]["attempt"].split("-")[-2] != str(os.getpid())
+        # with the project Spark shipped, unpacked in the executor's folder
+        assert published[name]["project"].startswith(os.path.join(cluster.work_dir, "work"))
     # the executors had the shipped project and toxiproxy-server
     apps = os.listdir(os.path.join(cluster.work_dir, "work"))
     shipped = [os.listdir(os.path.join(cluster.work_dir, "work", a, e)) for a in apps
                for e in os.listdir(os.path.join(cluster.work_dir, "work", a))]
     assert any(sparkrun.ARCHIVE_NAME in s and "toxiproxy-server" in s for s in shipped)
-    again = explore(BASE, out, budget=3600, depth=1, workers=2, resume=True, max_schedules=4,
+    again = explore(BASE, out, budget=3600, depth=1, workers=2, resume=True, max_schedules=3,
                     pool=_pool(spark))
-    assert set(state.results) < set(again.results) and len(again.results) == 4
-    assert len(_published(out)) == 5
+    assert set(state.results) < set(again.results) and len(again.results) == 3
+    assert len(_published(out)) == 4
 
 
 def _executors_of(cluster, worker: int) -> list[str]:
@@ -127,18 +129,18 @@ def test_a_lost_worker_loses_no_schedule_and_counts_none_twice(cluster, tmp_path
 
     watcher = threading.Thread(target=kill_worker_1_mid_run, daemon=True)
     watcher.start()
-    state = explore(BASE, out, budget=3600, depth=1, workers=2, max_schedules=4,
+    state = explore(BASE, out, budget=3600, depth=1, workers=2, max_schedules=3,
                     pool=_pool(spark))
     watcher.join(5)
     assert killed, "worker 1 never ran a schedule after the clean run"
     assert cluster.workers[1].poll() is not None
-    assert len(state.results) == 4 and not state.running
+    assert len(state.results) == 3 and not state.running
     published = _published(out)
     names = sorted(os.path.basename(r["run_dir"]) for r in state.results.values())
     # the schedule lost with the worker ran again elsewhere and counts once
     assert [n for n in names if n.endswith(killed["schedule"])], (killed, names)
-    assert len(set(names)) == 4 and set(names) <= set(published)
-    assert len(published) == 5                           # the four and the clean run
+    assert len(set(names)) == 3 and set(names) <= set(published)
+    assert len(published) == 4                           # the three and the clean run
     assert not [n for n in os.listdir(os.path.join(out, "runs")) if n.startswith(".")]
     for r in state.results.values():
         assert os.path.exists(os.path.join(r["run_dir"], "verdict.json"))
