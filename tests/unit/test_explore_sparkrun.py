@@ -223,3 +223,21 @@ def test_the_explorer_runs_schedules_on_the_pool_it_is_given_and_stops_on_a_miss
     with pytest.raises(ExploreError, match="h1 has no toxiproxy-server"):
         ex.run()
     assert isinstance(ex.pool, _NoExecutors) and ex.pool.workers == 3
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--spark-toxiproxy", "/bin/true"], "go with --spark-master"),
+    (["--spark-master", "spark://127.0.0.1:9", "--out", "hdfs://nn:8020/x"], "not a URI"),
+    (["--spark-master", "spark://127.0.0.1:9", "--spark-python-env", "/nowhere/env.tar.gz"],
+     "--spark-python-env /nowhere/env.tar.gz: no such file"),
+    (["--workers", "0"], "--workers 0: use at least 1"),
+])
+def test_explore_spark_options_bad_input_exit_2_with_one_line(capsys, monkeypatch, tmp_path,
+                                                                argv, message):
+    from harness import cli
+    monkeypatch.chdir(ROOT)
+    if "--out" not in argv:
+        argv = argv + ["--out", str(tmp_path / "out")]
+    assert cli.main(["explore", "explore-bases/append.yaml", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
