@@ -388,7 +388,9 @@ def _add_explore(command) -> None:
                                                     "needed); explore-bases/ has some")
     p.add_argument("--budget", default="1h", help="how long to explore, e.g. 90s, 30min, 1h")
     p.add_argument("--depth", type=int, default=2, help="faults per schedule at most (1 or 2)")
-    p.add_argument("--workers", type=int, default=2, help="runs in parallel")
+    p.add_argument("--workers", type=int, default=None,
+                   help="runs in parallel (default 2; with --spark-master, the executors' "
+                        "cores)")
     p.add_argument("--out", default="explore", metavar="DIR", help="output folder")
     p.add_argument("--resume", action="store_true", help="go on with the exploration in --out")
     p.add_argument("--max-schedules", type=int, default=None, metavar="N",
@@ -400,6 +402,16 @@ def _add_explore(command) -> None:
     p.add_argument("--hadoop-version", default=None, metavar="V",
                    help="the Apache Hadoop release for --system hadoop (default 3.4.2; "
                         "implies --system hadoop)")
+    p.add_argument("--spark-master", default=None, metavar="URL",
+                   help="run the schedules as Spark tasks on this cluster (spark://host:port, "
+                        "yarn, k8s://..., local[N]) and verify them there; --out must be a "
+                        "folder the executors can write (docs/explorer.md)")
+    p.add_argument("--spark-toxiproxy", default=None, metavar="PATH",
+                   help="the toxiproxy-server shipped to the executors (default: this "
+                        "machine's, as a run finds it)")
+    p.add_argument("--spark-python-env", default=None, metavar="ARCHIVE",
+                   help="a packed Python environment (venv-pack/conda-pack .tar.gz) the "
+                        "executors run the schedules with (default: their own python)")
     p.set_defaults(command=cmd_explore)
 
 
@@ -419,11 +431,29 @@ def cmd_explore(args: argparse.Namespace) -> int:
         if not is_release(args.hadoop_version):
             raise UserError(f"--hadoop-version {args.hadoop_version!r} is not a release "
                             f"number: use e.g. {DEFAULT_VERSION}")
+    if args.spark_master and re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", args.out):
+        raise UserError(f"--out {args.out}: the explorer keeps its state in a local folder "
+                        f"(a shared mount on a cluster), not a URI")
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers {args.workers}: use at least 1")
     from harness.explore.engine import ExploreError, explore
+    workers, pool = args.workers or 2, None
     try:
-        state = explore(args.base, args.out, budget, args.depth, args.workers, args.resume,
+        if args.spark_master:
+            from harness.explore import sparkrun
+            from harness.reconcile.session import SparkStartError
+            try:
+                spark = sparkrun.start(args.spark_master, args.out, args.spark_toxiproxy,
+                                       args.spark_python_env)
+            except SparkStartError as e:
+                raise UserError(str(e)) from None
+            workers = args.workers or sparkrun.executor_slots(spark)
+            pool = lambda n, package_root: sparkrun.SparkPool(spark, n)   # noqa: E731
+        elif args.spark_toxiproxy or args.spark_python_env:
+            raise UserError("--spark-toxiproxy and --spark-python-env go with --spark-master")
+        state = explore(args.base, args.out, budget, args.depth, workers, args.resume,
                         max_schedules=args.max_schedules, system=system,
-                        hadoop_version=args.hadoop_version)
+                        hadoop_version=args.hadoop_version, pool=pool)
     except ExploreError as e:
         raise UserError(str(e)) from None
     return 1 if state.findings else 0

@@ -172,7 +172,7 @@ class Explorer:
                  say: Callable[[str], None] | None = None, status: Callable[[str], None] | None = None,
                  max_schedules: int | None = None, system: str | None = None,
                  hadoop_version: str | None = None, package_root: str | None = None,
-                 shrink: bool = True):
+                 shrink: bool = True, pool: Callable[[int, str | None], object] | None = None):
         if depth not in (1, 2):
             raise ExploreError(f"--depth {depth}: the explorer goes 1 or 2 faults deep; use 1 or 2")
         if workers < 1:
@@ -187,6 +187,10 @@ class Explorer:
         self.resume = resume
         self.package_root = package_root
         self.shrink = shrink
+        # what runs the schedules: (workers, package_root) -> an executor whose
+        # submit(run_schedule, yaml_path, runs_dir) gives a Future of the run's result
+        # (worker_pool; sparkrun.SparkPool on a Spark cluster)
+        self.make_pool = pool or worker_pool
         from harness.scenario import load_scenario, ScenarioError
         try:
             self.scenario = load_scenario(self.base_path)
@@ -374,7 +378,7 @@ class Explorer:
         if self.note:
             self.say(f"explore: {self.note}")
         self._prepare_system()
-        self.pool = worker_pool(self.workers, self.package_root)
+        self.pool = self.make_pool(self.workers, self.package_root)
         try:
             if not self.points:
                 self._record_base()
@@ -454,6 +458,8 @@ class Explorer:
         for f in futures:
             try:
                 results.append(f.result())
+            except ExploreError:    # what every run lacks (sparkrun.MissingPiece)
+                raise
             except Exception as e:
                 results.append({"run_dir": None, "status": "error", "errors": [repr(e)]})
         return results
@@ -518,6 +524,8 @@ class Explorer:
                     s = running.pop(f)
                     try:
                         r = f.result()
+                    except ExploreError:
+                        raise
                     except Exception as e:
                         r = {"run_dir": None, "status": "error", "errors": [repr(e)]}
                     to_verify.append((s, r))

@@ -52,7 +52,8 @@ def _java_options(input_bytes: int | None, dump_cds: str | None = None) -> str:
     return " ".join(opts)
 
 
-def _builder(master: str, input_bytes: int | None = None, dump_cds: str | None = None):
+def _builder(master: str, input_bytes: int | None = None, dump_cds: str | None = None,
+             conf: dict[str, str] | None = None):
     from pyspark.sql import SparkSession
 
     local = master.startswith("local")
@@ -95,6 +96,8 @@ def _builder(master: str, input_bytes: int | None = None, dump_cds: str | None =
          .config("spark.pyspark.driver.python", sys.executable))
     if local:
         b = b.config("spark.driver.extraJavaOptions", _java_options(input_bytes, dump_cds))
+    for key, value in (conf or {}).items():   # the caller's (explore's shipping); env wins
+        b = b.config(key, value)
     user: dict[str, str] = {}
     for item in filter(None, os.environ.get("HDFS_CHAOS_SPARK_CONF", "").split(";")):
         key, sep, value = item.partition("=")
@@ -117,7 +120,8 @@ class SparkStartError(RuntimeError):
 
 
 def get_spark(master: str | None = None, log_path: str | None = None,
-              input_bytes: int | None = None, dump_cds: str | None = None):
+              input_bytes: int | None = None, dump_cds: str | None = None,
+              conf: dict[str, str] | None = None):
     """The process-wide SparkSession, created on first use (`master` or local[2]).
 
     Asking again returns the same session; asking for a different master once a session
@@ -125,7 +129,8 @@ def get_spark(master: str | None = None, log_path: str | None = None,
     JVM that a first call starts writes its output there (spark_log_path), not to the
     terminal. `input_bytes`, the size of the event logs the first call is for, picks the
     JVM's options (`_java_options`); `dump_cds` writes a class-data sharing archive there
-    when the JVM exits (harness.reconcile.cds).
+    when the JVM exits (harness.reconcile.cds). `conf`: more settings for a session
+    this call starts (HDFS_CHAOS_SPARK_CONF still wins).
     """
     global _spark, _master
     from .connect import remote_url
@@ -145,7 +150,7 @@ def get_spark(master: str | None = None, log_path: str | None = None,
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         try:
-            builder = _builder(wanted, input_bytes, dump_cds)
+            builder = _builder(wanted, input_bytes, dump_cds, conf)
             if log_path:
                 launch_jvm_logging_to(builder, log_path)
             spark = builder.getOrCreate()
