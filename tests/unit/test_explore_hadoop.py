@@ -69,7 +69,8 @@ def test_failure_points_come_from_the_adapted_hadoop_events():
         ("dn2", {"block": B2})]
     assert dict(receive[1].fields)["upstream"] == "dn3"
     acks = [p.nth for p in ps if p.event == "client.ack"]
-    assert acks == [1, 2, 4]                                        # first, middle, last
+    # first and middle: the last of one Hadoop run may not come in the next
+    assert acks == [1, 2]
 
 
 def test_schedules_on_hadoop_use_plain_event_triggers_and_name_the_system():
