@@ -155,3 +155,31 @@ def test_an_exact_trigger_on_hadoop_fires_as_an_event_trigger(tmp_path):
         assert mini.holds is not None
     finally:
         mini._stop_holds()
+
+
+def test_the_explorer_takes_exact_injection_once_the_system_says_it_has_it(tmp_path,
+                                                                          monkeypatch):
+    """Exact injection on Hadoop hangs on the agent (the run's fields): the explorer asks
+    the capability with the base's run fields, and still refuses a base Hadoop cannot
+    run when the capability says exact."""
+    import dataclasses
+
+    from harness.systems.hadoop import Hadoop
+    plain = Hadoop.capabilities
+
+    def with_exact(self, run_fields=None):
+        return dataclasses.replace(plain(self, run_fields), exact_injection=bool(
+            (run_fields or {}).get("hadoop_agent")))
+
+    monkeypatch.setattr(Hadoop, "capabilities", with_exact)
+    x = Explorer(HADOOP_BASE, str(tmp_path / "out"), 60, system="hadoop",
+                 hadoop_version="3.4.2")
+    assert x.exact is True and x.note is None
+    p = hadoop_points()[1]
+    doc = x.schedule_doc(Schedule((Step(p, faults_at(p, ["dn1", "dn2", "dn3"], ["c1"])[0]),)))
+    assert doc["faults"][-1]["at"]["exact"] is True and doc["cluster"]["system"] == "hadoop"
+    assert doc["cluster"]["hadoop_agent"] is True
+    x._load_or_init()
+    assert x.state.exact is True and x.state.system == "hadoop 3.4.2"
+    with pytest.raises(ExploreError, match="cannot be explored on hadoop 3.4.2"):
+        Explorer(MINI_BASE, str(tmp_path / "m"), 60, system="hadoop")
