@@ -17,11 +17,14 @@ which leaves 127.1.x.y free for the proxies.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -212,13 +215,13 @@ class HadoopCluster:
                                 os.path.join(str(fetch.lib_dir(self.version)), "*")])
 
     def java_command(self, node: str, main: str, args: list[str] = (),
-                     extra_cp: list[str] = ()) -> list[str]:
+                     extra_cp: list[str] = (), agent: bool = True) -> list[str]:
         spec = self.nodes[node]
         os.makedirs(self.tmp_dir, exist_ok=True)
         # the agent goes into the cluster's and the workload's JVMs, not the harness's own
         # (dfsadmin, the state tool): their calls are no part of the run under test
         agent = [self.agent_flag, f"-D{AGENT_OUT_PROPERTY}={spec['agent_out']}"] \
-            if self.agent_flag and node != "harness" else []
+            if agent and self.agent_flag and node != "harness" else []
         # -Dhdfs-chaos-node names the JVM for the reaper (harness/backends/local.py _ours)
         return [self.java, *self.jvm_flags, *self.role_flags.get(spec["role"], []), *agent,
                 f"-Dhdfs-chaos-node={node}",
@@ -246,17 +249,52 @@ class HadoopCluster:
         return self
 
     def format(self) -> None:
-        """Formats the NameNode's storage, once: a restarted run keeps its namespace."""
+        """Formats the NameNode's storage, once: a restarted run keeps its namespace. A
+        fresh storage is a copy of the release's formatted one for the same configuration
+        (`format_template`), formatted by a JVM only the first time: a format is a JVM
+        start per run, and its output (an empty fsimage, new ids) depends on no port or
+        path of the run."""
         spec = self.nodes["nn"]
         if os.path.isfile(os.path.join(spec["storage"], "current", "VERSION")):
             return
+        template = self.format_template()
+        if os.path.isfile(os.path.join(template, "current", "VERSION")):
+            shutil.copytree(template, spec["storage"], dirs_exist_ok=True)
+            return
         with open(spec["stdout"], "ab") as out:
+            # without the agent: the format JVM is no part of the run under test
             rc = subprocess.run(self.java_command("nn", NN_CLASS,
-                                                  ["-format", "-force", "-nonInteractive"]),
+                                                  ["-format", "-force", "-nonInteractive"],
+                                                  agent=False),
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=self.dir, timeout=120).returncode
         if rc != 0:
             raise ClusterError(f"NameNode -format failed (exit {rc}); see {spec['stdout']}")
+        self._keep_template(spec["storage"], template)
+
+    def format_template(self) -> str:
+        """Where the formatted NameNode storage of this release and configuration is kept:
+        one folder per the configuration's keys (the scenario's and the base ones)."""
+        digest = hashlib.sha256(json.dumps(sorted(self.props.items()), default=str).encode())
+        return os.path.join(str(fetch.release_dir(self.version)), "formatted-nn",
+                            digest.hexdigest()[:12])
+
+    @staticmethod
+    def _keep_template(storage: str, template: str) -> None:
+        """Copy a just-formatted storage to `template`, atomically: two runs formatting at
+        once each copy to a folder of their own and the first rename wins."""
+        parent = os.path.dirname(template)
+        try:
+            os.makedirs(parent, exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+            shutil.copytree(storage, tmp, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("in_use.lock"))
+            try:
+                os.rename(tmp, template)
+            except OSError:         # another run kept its copy first
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError:             # no cache to keep it in: the next run formats again
+            pass
 
     def start_node(self, node: str) -> None:
         spec = self.nodes[node]
