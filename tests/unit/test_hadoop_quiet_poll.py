@@ -1,0 +1,70 @@
+"""Hadoop's quiescence poll starts the state tool's JVM only when the NameNode's JMX
+counters moved since its last answer (or that answer is QUIET_REUSE_S old): the runner's
+confirming poll and the polls of a run waiting for a lease to expire reuse it. No JVM:
+the JMX bean and the state tool are replaced."""
+
+from __future__ import annotations
+
+import types
+
+from harness.systems.hadoop import Hadoop
+from harness.systems.hadoop import state as state_mod
+
+BEAN = {"LastWrittenTransactionId": 16, "FilesTotal": 3, "BlocksTotal": 3,
+        "NumFilesUnderConstruction": 0, "NumLiveDataNodes": 3, "CapacityUsed": 139783,
+        "TotalLoad": 0, "PendingReplicationBlocks": 0, "UnderReplicatedBlocks": 0}
+CLOSED = {"files": [{"path": "/data/f1", "closed": True, "holder": None, "replication": 3,
+                     "blocks": [{"block": 1, "state": "COMPLETE",
+                                 "locations": ["dn1", "dn2", "dn3"]}]}],
+          "datanode_report": [{"dn": d, "state": "live"} for d in ("dn1", "dn2", "dn3")]}
+OPEN = {"files": [{"path": "/data/f1", "closed": False, "holder": "DFSClient_x",
+                   "replication": 3, "blocks": []}],
+        "datanode_report": CLOSED["datanode_report"]}
+
+
+def setup(monkeypatch, views):
+    bean = dict(BEAN)
+    cluster = types.SimpleNamespace(dir="/run/1", jmx=lambda node, q: dict(bean))
+    calls = []
+
+    def namenode_view(c, read_back=True):
+        calls.append(c)
+        return views[min(len(calls), len(views)) - 1]
+
+    monkeypatch.setattr(state_mod, "namenode_view", namenode_view)
+    ctx = types.SimpleNamespace(cluster=cluster)
+    return Hadoop("3.4.2"), ctx, bean, calls
+
+
+def test_the_confirming_poll_reuses_the_answer_while_the_namenode_did_not_move(monkeypatch):
+    sut, ctx, bean, calls = setup(monkeypatch, [CLOSED])
+    assert sut.not_quiet(ctx) is None
+    assert sut.not_quiet(ctx) is None
+    assert len(calls) == 1                         # one JVM for two polls
+
+
+def test_a_moved_counter_asks_the_state_tool_again(monkeypatch):
+    sut, ctx, bean, calls = setup(monkeypatch, [OPEN, CLOSED])
+    assert sut.not_quiet(ctx) == "/data/f1 is still open (lease DFSClient_x)"
+    assert sut.not_quiet(ctx) == "/data/f1 is still open (lease DFSClient_x)"
+    assert len(calls) == 1
+    bean["LastWrittenTransactionId"] = 19          # the lease recovery closed the file
+    bean["NumFilesUnderConstruction"] = 0
+    assert sut.not_quiet(ctx) is None
+    assert len(calls) == 2
+
+
+def test_an_old_answer_is_asked_again(monkeypatch):
+    from harness.systems import hadoop
+    sut, ctx, bean, calls = setup(monkeypatch, [CLOSED])
+    monkeypatch.setattr(hadoop, "QUIET_REUSE_S", 0.0)
+    sut.not_quiet(ctx)
+    sut.not_quiet(ctx)
+    assert len(calls) == 2
+
+
+def test_queued_work_answers_without_the_state_tool(monkeypatch):
+    sut, ctx, bean, calls = setup(monkeypatch, [CLOSED])
+    bean["PendingReplicationBlocks"] = 1
+    assert "still has work queued: 1 PendingReplicationBlocks" in sut.not_quiet(ctx)
+    assert calls == []
