@@ -84,7 +84,11 @@ def run_schedule(yaml_path: str, results_dir: str) -> dict:
 
 def time_split(run_dir: str) -> dict:
     """How a run's time went: start (cluster up), workload, recovery wait (heal until
-    quiescence checks start), quiescence, stop (final state, teardown)."""
+    quiescence checks start), quiescence, stop (final state, teardown). Parts of them,
+    where the run says: `client_jvm` (the first client's process start to its first
+    event, within workload) and, on Hadoop (logs/hadoop-start.json), `format` (a copy
+    of the formatted storage, or a JVM) and `daemons` (their JVMs, spawn to all live),
+    within start."""
     try:
         with open(os.path.join(run_dir, "events", "harness.jsonl")) as f:
             h = [json.loads(line) for line in f if line.strip()]
@@ -103,11 +107,35 @@ def time_split(run_dir: str) -> dict:
             ops_end = max(ops_end, e["ts"])
     q_start = q["ts"] - (q.get("waited") or 0.0)
     work_end = min(max(ops_end, client_starts[0]), q_start)
-    return {"start": round(client_starts[0] - ts["harness.run.start"], 3),
-            "workload": round(work_end - client_starts[0], 3),
-            "recovery_wait": round(q_start - work_end, 3),
-            "quiescence": round(q["waited"] or 0.0, 3),
-            "stop": round(end - q["ts"], 3)}
+    out = {"start": round(client_starts[0] - ts["harness.run.start"], 3),
+           "workload": round(work_end - client_starts[0], 3),
+           "recovery_wait": round(q_start - work_end, 3),
+           "quiescence": round(q["waited"] or 0.0, 3),
+           "stop": round(end - q["ts"], 3)}
+    first = next((e for e in h if e["event"] == "harness.node.start"
+                  and str(e.get("target", "")).startswith("c")), None)
+    own = [e["ts"] for e in _first_events(run_dir, first["target"])] if first else []
+    if own:
+        out["client_jvm"] = round(own[0] - first["ts"], 3)
+    try:
+        from harness.systems.hadoop.cluster import START_TIMINGS
+        with open(os.path.join(run_dir, "logs", START_TIMINGS)) as f:
+            started = json.load(f)
+        out.update({k: started[k] for k in ("format", "daemons") if k in started})
+    except (OSError, ValueError, ImportError):
+        pass
+    return out
+
+
+def _first_events(run_dir: str, node: str) -> list[dict]:
+    """The first event the process `node` logged itself (events/<node>.jsonl)."""
+    try:
+        with open(os.path.join(run_dir, "events", f"{node}.jsonl")) as f:
+            line = f.readline()
+        e = json.loads(line)
+        return [e] if isinstance(e, dict) and isinstance(e.get("ts"), (int, float)) else []
+    except (OSError, ValueError):
+        return []
 
 
 # -- judging a run ----------------------------------------------------------------------------
@@ -384,7 +412,8 @@ class Explorer:
         [(result, verdict)] = self._run_and_verify([clean])
         outcome, failed = classify(result, verdict)
         self.state.base_run = {"run_dir": result["run_dir"], "outcome": outcome,
-                                  "failed": failed, "timings": result.get("timings")}
+                                  "failed": failed, "timings": result.get("timings"),
+                                  "wall": result.get("wall"), "verify": result.get("verify")}
         if outcome != "pass":
             raise ExploreError(f"the clean run of the base scenario does not pass ({outcome}"
                                f"{': ' + ','.join(failed) if failed else ''}; "
@@ -426,9 +455,13 @@ class Explorer:
                 for d in dirs:
                     by_dir[d] = Verdict(scenario=None, passed=False, run_dir=d,
                                         error=f"the verifier failed: {type(e).__name__}: {e}")
+            took = time.time() - t
             with self._lock:
-                self.state.verify_s += time.time() - t
+                self.state.verify_s += took
                 self.state.verified += len(dirs)
+            for r in results:       # each run's share of its batch
+                if r.get("run_dir") in by_dir:
+                    r["verify"] = round(took / len(dirs), 3)
         return [by_dir.get(r.get("run_dir")) for r in results]
 
     def _explore(self, go_on: Callable[[], bool]) -> None:
@@ -505,7 +538,7 @@ class Explorer:
         entry = {"id": s.id, "depth": s.depth, "signature": s.signature, "outcome": outcome,
                  "failed": failed, "run_dir": r.get("run_dir"), "status": r.get("status"),
                  "errors": r.get("errors"), "timings": r.get("timings"), "wall": r.get("wall"),
-                 "parent": s.parent, "at": round(self.elapsed(), 1)}
+                 "verify": r.get("verify"), "parent": s.parent, "at": round(self.elapsed(), 1)}
         self.state.results[s.id] = entry
         if outcome in FINDING_OUTCOMES:
             sig = finding_signature(outcome, failed, s)

@@ -45,6 +45,7 @@ ADMIN_CLASS = "org.apache.hadoop.hdfs.tools.DFSAdmin"
 DN_CLASS = "org.apache.hadoop.hdfs.server.datanode.DataNode"
 DOMAIN = "hdfs"
 AGENT_OUT_PROPERTY = "hdfs-chaos.agent.out"     # agent.OUT_PROPERTY: where a JVM's rules write
+START_TIMINGS = "hadoop-start.json"             # in logs/: the format's and the JVMs' seconds
 
 # Measured by benchmarks/bench_hadoop_start.py on 2 cores: C1 only (no C2 compiles of
 # start-up code nobody runs twice) and the serial collector (no GC threads to compete
@@ -239,7 +240,10 @@ class HadoopCluster:
                                f"tools/setup.sh --hadoop {self.version}")
         for node in self.nodes:
             self.write_conf(node)
-        self.format()
+        t = time.monotonic()
+        formatted = self.format()
+        self.timings = {"format": round(time.monotonic() - t, 3), "format_copied": not formatted}
+        self._spawned = time.monotonic()
         self.start_node("nn")
         for dn in self.datanodes():
             self.start_node(dn)
@@ -248,19 +252,19 @@ class HadoopCluster:
             self.wait_healthy(timeout)
         return self
 
-    def format(self) -> None:
+    def format(self) -> bool:
         """Formats the NameNode's storage, once: a restarted run keeps its namespace. A
         fresh storage is a copy of the release's formatted one for the same configuration
         (`format_template`), formatted by a JVM only the first time: a format is a JVM
         start per run, and its output (an empty fsimage, new ids) depends on no port or
-        path of the run."""
+        path of the run. True when a JVM formatted it."""
         spec = self.nodes["nn"]
         if os.path.isfile(os.path.join(spec["storage"], "current", "VERSION")):
-            return
+            return False
         template = self.format_template()
         if os.path.isfile(os.path.join(template, "current", "VERSION")):
             shutil.copytree(template, spec["storage"], dirs_exist_ok=True)
-            return
+            return False
         with open(spec["stdout"], "ab") as out:
             # without the agent: the format JVM is no part of the run under test
             rc = subprocess.run(self.java_command("nn", NN_CLASS,
@@ -271,6 +275,7 @@ class HadoopCluster:
         if rc != 0:
             raise ClusterError(f"NameNode -format failed (exit {rc}); see {spec['stdout']}")
         self._keep_template(spec["storage"], template)
+        return True
 
     def format_template(self) -> str:
         """Where the formatted NameNode storage of this release and configuration is kept:
@@ -415,6 +420,19 @@ class HadoopCluster:
     def pids(self) -> list[int]:
         return [s["pid"] for s in self.nodes.values() if s.get("pid")]
 
+    def _record_start_timings(self) -> None:
+        """How the cluster's start went (logs/hadoop-start.json, kept with the run): the
+        format (a copy or a JVM) and the daemons' JVMs from spawn to all live."""
+        if getattr(self, "_spawned", None) is None or not hasattr(self, "timings"):
+            return
+        self.timings["daemons"] = round(time.monotonic() - self._spawned, 3)
+        self._spawned = None        # a later wait (a restart) is no start
+        try:
+            with open(os.path.join(self.logs_dir, START_TIMINGS), "w") as f:
+                json.dump(self.timings, f)
+        except OSError:
+            pass
+
     def save(self) -> None:
         os.makedirs(self.dir, exist_ok=True)
         doc = {"dir": self.dir, "version": self.version, "fs": self.fs_uri, "nodes": self.nodes}
@@ -468,6 +486,7 @@ class HadoopCluster:
                 return False
 
         if wait_until(ready, timeout, 0.2):
+            self._record_start_timings()
             return time.monotonic() - start
         raise ClusterError(f"hadoop cluster not ready within {timeout:.0f}s: {why}")
 
