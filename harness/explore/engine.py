@@ -218,6 +218,7 @@ class Explorer:
         with open(self.base_path) as f:
             self.base_doc = yaml.safe_load(f)
         self._choose_system(system, hadoop_version)
+        self._lost = self.lost_writers()
         self.queue = ScheduleQueue()
         self.state = ExploreState(base=self.base_path)
         self.points: list[FailurePoint] = []
@@ -343,12 +344,30 @@ class Explorer:
                 ends.setdefault(e["node"], []).append(e["ts"])
         return {c: max(ts) for c, ts in ends.items() if len(ts) >= ops[c]}
 
+    def lost_writers(self) -> set[str]:
+        """The writers whose crash the run cannot see through: their file's lease hard
+        limit (the base's `lease.hard-limit`, else Hadoop's 20 min, which 3.3 cannot
+        change) is not shorter than the base's timeout, so the file never closes within
+        the run and the schedule ends `hung` whatever the system does."""
+        from hdfs_contract.config import Config, ConfigError
+        try:
+            hard = Config(dict(self.scenario.cluster.config))["lease.hard-limit"]
+        except ConfigError:
+            return set()
+        if hard < self.scenario.timeout:
+            return set()
+        return set(self.writers().values())
+
+    def _explorable(self, fault) -> bool:
+        return not (fault.target in self._lost and fault.kind in kind_names(ends_node=True))
+
     def depth1(self, points: list[FailurePoint]) -> list[Schedule]:
         out = []
         for p in points:
             for fault in faults_at(p, self.scenario.datanode_ids, self.scenario.client_ids,
                                    self.writers()):
-                out.append(Schedule((Step(p, fault),)))
+                if self._explorable(fault):
+                    out.append(Schedule((Step(p, fault),)))
         return out
 
     def depth2(self, parent: Schedule, run_dir: str) -> list[Schedule]:
@@ -370,7 +389,7 @@ class Explorer:
             for fault in faults_at(p, self.scenario.datanode_ids, self.scenario.client_ids,
                                    self.writers()):
                 nodes = set(fault.target) if isinstance(fault.target, tuple) else {fault.target}
-                if gone in nodes or nodes & ended:
+                if gone in nodes or nodes & ended or not self._explorable(fault):
                     continue
                 s = Schedule((first, Step(p, fault)), parent=parent.id)
                 by_sig.setdefault(s.steps[1].signature, []).append(s)
@@ -387,6 +406,10 @@ class Explorer:
         self._load_or_init()
         if self.note:
             self.say(f"explore: {self.note}")
+        if self._lost:
+            self.say(f"explore: no crash of {', '.join(sorted(self._lost))}: the lease hard "
+                     f"limit is not shorter than the timeout ({self.scenario.timeout:.0f}s), so "
+                     f"the file would not close within the run")
         self._prepare_system()
         self.pool = worker_pool(self.workers, self.package_root)
         try:

@@ -183,3 +183,19 @@ def test_the_explorer_takes_exact_injection_once_the_system_says_it_has_it(tmp_p
     assert x.state.exact is True and x.state.system == "hadoop 3.4.2"
     with pytest.raises(ExploreError, match="cannot be explored on hadoop 3.4.2"):
         Explorer(MINI_BASE, str(tmp_path / "m"), 60, system="hadoop")
+
+
+def test_a_writer_whose_lease_outlives_the_run_is_not_crashed(tmp_path):
+    """explore-bases/hadoop-append.yaml runs on 3.3 too, so it keeps Hadoop's 20 min hard
+    limit: a crash of c1 would only show the 120 s timeout. hadoop-write.yaml sets 60 s."""
+    append = os.path.join(ROOT, "explore-bases", "hadoop-append.yaml")
+    said = []
+    x = Explorer(append, str(tmp_path / "a"), 60, system="hadoop", hadoop_version="3.3.6",
+                 say=said.append)
+    assert x.lost_writers() == {"c1"}
+    faults = [s.steps[0].fault for s in x.depth1(hadoop_points())]
+    assert not [f for f in faults if f.target == "c1" and f.kind == "crash_client"]
+    assert [f for f in faults if f.target == "c1" and f.kind == "pause"]   # a pause ends
+    w = Explorer(HADOOP_BASE, str(tmp_path / "w"), 60, system="hadoop")
+    assert w.lost_writers() == set()
+    assert [s for s in w.depth1(hadoop_points()) if s.steps[0].fault.kind == "crash_client"]
