@@ -68,3 +68,23 @@ def test_queued_work_answers_without_the_state_tool(monkeypatch):
     bean["PendingReplicationBlocks"] = 1
     assert "still has work queued: 1 PendingReplicationBlocks" in sut.not_quiet(ctx)
     assert calls == []
+
+
+def test_a_block_no_live_node_can_copy_is_not_work_queued(monkeypatch):
+    """dn3 of three killed: Hadoop keeps the file's block under-replicated for good; with
+    2 replicas on the 2 live nodes the cluster is quiescent, as on the mini-HDFS."""
+    two = {"files": [{"path": "/data/f1", "closed": True, "holder": None, "replication": 3,
+                      "blocks": [{"block": 1, "state": "COMPLETE",
+                                  "locations": ["dn1", "dn2", "dn3"]}]}],
+           "datanode_report": [{"dn": "dn1", "state": "live"}, {"dn": "dn2", "state": "live"},
+                               {"dn": "dn3", "state": "dead"}]}
+    sut, ctx, bean, calls = setup(monkeypatch, [two])
+    bean.update(UnderReplicatedBlocks=1, NumLiveDataNodes=2, NumDeadDataNodes=1)
+    assert sut.not_quiet(ctx) is None
+    # with three live nodes and two replicas it is not
+    three = {**two, "datanode_report": [{"dn": d, "state": "live"} for d in ("dn1", "dn2", "dn3")],
+             "files": [{**two["files"][0], "blocks": [{"block": 1, "state": "COMPLETE",
+                                                       "locations": ["dn1", "dn2"]}]}]}
+    sut, ctx, bean, calls = setup(monkeypatch, [three])
+    bean.update(UnderReplicatedBlocks=1)
+    assert sut.not_quiet(ctx) == "block 1 of /data/f1 has 2 of 3 replicas"
