@@ -199,3 +199,25 @@ def test_a_writer_whose_lease_outlives_the_run_is_not_crashed(tmp_path):
     w = Explorer(HADOOP_BASE, str(tmp_path / "w"), 60, system="hadoop")
     assert w.lost_writers() == set()
     assert [s for s in w.depth1(hadoop_points()) if s.steps[0].fault.kind == "crash_client"]
+
+
+def test_a_findings_reproducer_runs_on_the_same_hadoop(tmp_path):
+    """The shrunk scenario of a finding keeps the base's `systems:`, and names the system,
+    its release and the agent in `cluster`, so that `hdfs-chaos run` replays it there."""
+    with open(os.path.join(ROOT, "explore-bases", "hadoop-append.yaml")) as f:
+        doc = yaml.safe_load(f)
+    doc["systems"] = ["minihdfs", "hadoop"]
+    base = tmp_path / "base.yaml"
+    base.write_text(yaml.safe_dump(doc))
+    x = Explorer(str(base), str(tmp_path / "out"), 60, system="hadoop", hadoop_version="3.3.6")
+    x._load_or_init()
+    p = next(p for p in hadoop_points() if p.event == "client.hflush")
+    s = Schedule((Step(p, faults_at(p, ["dn1", "dn2", "dn3"], ["c1"])[0]),))
+    x.schedule_file(s)
+    x.state.results[s.id] = {"id": s.id, "run_dir": None, "outcome": "fail"}
+    group = {"signature": "fail:P3:x", "members": [s.id], "outcome": "fail", "failed": ["P3"]}
+    os.makedirs(tmp_path / "out" / "findings")
+    x._write_finding(group, s, s, [], shrunk=True)
+    sc = load_scenario_text((tmp_path / "out" / group["reproducer"]).read_text(), "f.yaml")
+    assert sc.cluster.system == "hadoop" and sc.cluster.hadoop_version == "3.3.6"
+    assert sc.cluster.hadoop_agent is True and tuple(sc.systems) == ("minihdfs", "hadoop")
