@@ -88,3 +88,20 @@ def test_a_block_no_live_node_can_copy_is_not_work_queued(monkeypatch):
     sut, ctx, bean, calls = setup(monkeypatch, [three])
     bean.update(UnderReplicatedBlocks=1)
     assert sut.not_quiet(ctx) == "block 1 of /data/f1 has 2 of 3 replicas"
+
+
+def test_settle_polls_of_a_still_cluster_are_frequent_and_start_few_jvms(monkeypatch):
+    """The runner's unreached detection polls every settle_poll_seconds and ends a run
+    after two quiet polls in a row; a minute of polls of a cluster that does not move
+    starts one state-tool JVM per QUIET_REUSE_S, not one per poll."""
+    from harness.systems import hadoop
+    now = [1000.0]
+    import time as time_mod
+    monkeypatch.setattr(time_mod, "monotonic", lambda: now[0])
+    sut, ctx, bean, calls = setup(monkeypatch, [CLOSED])
+    assert 2 * Hadoop.settle_poll_seconds <= 2.0
+    polls = int(60 / Hadoop.settle_poll_seconds)
+    for _ in range(polls):
+        assert sut.not_quiet(ctx) is None
+        now[0] += Hadoop.settle_poll_seconds
+    assert len(calls) <= 60 / hadoop.QUIET_REUSE_S + 1 < polls

@@ -42,9 +42,10 @@ QUIET_REUSE_S = 10.0
 
 class Hadoop(SystemUnderTest):
     name = "hadoop"
-    # a quiet NameNode is confirmed by a JVM of the state tool (namenode_view): a second
-    # of CPU that a run waiting for a late fault should not pay twice a second
-    settle_poll_seconds = 5.0
+    # a poll of a NameNode whose JMX counters did not move reuses the state tool's last
+    # answer (not_quiet): one JMX request, so a run whose fault can no longer come ends
+    # two seconds after the cluster settled, not ten
+    settle_poll_seconds = 1.0
 
     def __init__(self, version: str | None = None):
         super().__init__(version or fetch.DEFAULT_VERSION)
