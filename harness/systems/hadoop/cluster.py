@@ -245,12 +245,35 @@ class HadoopCluster:
         self.timings = {"format": round(time.monotonic() - t, 3), "format_copied": not formatted}
         self._spawned = time.monotonic()
         self.start_node("nn")
+        # a DataNode whose first version request finds no NameNode sleeps 5 s before the
+        # next (3.x BPServiceActor.retrieveNamespaceInfo): the DataNodes start once the
+        # NameNode's RPC port is bound (after its image is loaded); their own JVM start
+        # covers the rest of the NameNode's
+        self._wait_nn_bound(timeout)
         for dn in self.datanodes():
             self.start_node(dn)
         self.save()
         if wait:
             self.wait_healthy(timeout)
         return self
+
+    def _wait_nn_bound(self, timeout: float) -> bool:
+        """Until the NameNode's RPC port takes a connection; fails at once with the log's
+        path if the NameNode exits. False when time ran out (wait_healthy then says why)."""
+        host, _, port = self.nodes["nn"]["rpc"].rpartition(":")
+
+        def bound() -> bool:
+            proc = self.procs.get("nn")
+            if proc is not None and proc.poll() is not None:
+                raise ClusterError(f"nn exited with code {proc.returncode}; see "
+                                   f"{self.nodes['nn']['stdout']} and {self.nodes['nn']['log']}")
+            try:
+                with socket.create_connection((host or "127.0.0.1", int(port)), timeout=0.5):
+                    return True
+            except OSError:
+                return False
+
+        return bool(wait_until(bound, timeout, 0.05))
 
     def format(self) -> bool:
         """Formats the NameNode's storage, once: a restarted run keeps its namespace. A
