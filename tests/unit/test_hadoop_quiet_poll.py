@@ -13,11 +13,11 @@ from harness.systems.hadoop import state as state_mod
 BEAN = {"LastWrittenTransactionId": 16, "FilesTotal": 3, "BlocksTotal": 3,
         "NumFilesUnderConstruction": 0, "NumLiveDataNodes": 3, "CapacityUsed": 139783,
         "TotalLoad": 0, "PendingReplicationBlocks": 0, "UnderReplicatedBlocks": 0}
-CLOSED = {"files": [{"path": "/data/f1", "closed": True, "holder": None, "replication": 3,
+CLOSED = {"leases": [], "files": [{"path": "/data/f1", "closed": True, "holder": None, "replication": 3,
                      "blocks": [{"block": 1, "state": "COMPLETE",
                                  "locations": ["dn1", "dn2", "dn3"]}]}],
           "datanode_report": [{"dn": d, "state": "live"} for d in ("dn1", "dn2", "dn3")]}
-OPEN = {"files": [{"path": "/data/f1", "closed": False, "holder": "DFSClient_x",
+OPEN = {"leases": [], "files": [{"path": "/data/f1", "closed": False, "holder": "DFSClient_x",
                    "replication": 3, "blocks": []}],
         "datanode_report": CLOSED["datanode_report"]}
 
@@ -105,3 +105,42 @@ def test_settle_polls_of_a_still_cluster_are_frequent_and_start_few_jvms(monkeyp
         assert sut.not_quiet(ctx) is None
         now[0] += Hadoop.settle_poll_seconds
     assert len(calls) <= 60 / hadoop.QUIET_REUSE_S + 1 < polls
+
+
+def _final_state_setup(monkeypatch, views):
+    sut, ctx, bean, calls = setup(monkeypatch, views)
+    reads = []
+    real = state_mod.namenode_view
+
+    def view(c, read_back=True):
+        reads.append(read_back)
+        return dict(real(c, read_back), readback={"/data/f1": {"len": 3}} if read_back else {})
+
+    monkeypatch.setattr(state_mod, "namenode_view", view)
+    monkeypatch.setattr(state_mod, "scan_storage", lambda path: [])
+    monkeypatch.setattr(state_mod, "datanode_space", lambda c: {})
+    ctx.cluster.datanodes = lambda: ["dn1"]
+    ctx.cluster.nodes = {"dn1": {"storage": "/s"}}
+    ctx.cluster.version = "3.4.2"
+    return sut, ctx, bean, calls, reads
+
+
+def test_the_final_state_reuses_the_read_back_of_the_quiet_poll(monkeypatch):
+    sut, ctx, bean, calls, reads = _final_state_setup(monkeypatch, [CLOSED])
+    assert sut.not_quiet(ctx) is None and sut.not_quiet(ctx) is None
+    doc = sut.final_state(ctx)
+    assert len(calls) == 1 and reads == [True]     # one JVM: the poll read every file
+    assert doc["readback"] == {"/data/f1": {"len": 3}} and doc["files"] == CLOSED["files"]
+
+
+def test_the_final_state_asks_again_when_the_namenode_moved_or_a_file_was_open(monkeypatch):
+    sut, ctx, bean, calls, reads = _final_state_setup(monkeypatch, [CLOSED])
+    sut.not_quiet(ctx)
+    bean["LastWrittenTransactionId"] = 17
+    sut.final_state(ctx)
+    assert reads == [True, True]
+    sut, ctx, bean, calls, reads = _final_state_setup(monkeypatch, [OPEN, CLOSED])
+    bean["NumFilesUnderConstruction"] = 1
+    assert sut.not_quiet(ctx) is not None          # an open file is not read back
+    sut.final_state(ctx)
+    assert reads == [False, True]

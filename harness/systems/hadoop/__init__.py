@@ -21,6 +21,8 @@ from .conf import config_issues
 JAVA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java")
 CLIENT_CLASS = "HdfsChaosClient"
 
+from hdfs_contract.errors import ClusterError
+
 from harness.errors import BackendError
 from harness.systems import Capabilities, RunContext, SystemError_, SystemUnderTest
 
@@ -267,13 +269,30 @@ class Hadoop(SystemUnderTest):
         memo = self._quiet_memo
         if memo is not None and memo[0] == key and time.monotonic() - memo[1] < QUIET_REUSE_S:
             return memo[2]
-        why = self._not_quiet_view(cluster)
-        self._quiet_memo = (key, time.monotonic(), why)
+        from .state import namenode_view
+        # every file closed: read them back now, as the final state would right after
+        read = bean.get("NumFilesUnderConstruction") == 0
+        view = namenode_view(cluster, read_back=read)
+        why = self._not_quiet_view(view)
+        self._quiet_memo = (key, time.monotonic(), why, view if read else None)
         return why
 
-    def _not_quiet_view(self, cluster) -> str | None:
-        from .state import namenode_view
-        view = namenode_view(cluster, read_back=False)
+    def _reusable_view(self, cluster) -> dict | None:
+        """The read-back view of the last quiet poll, while the NameNode's counters did not
+        move since (QUIET_REUSE_S at most), else None."""
+        import time
+        memo = self._quiet_memo
+        if memo is None or memo[2] is not None or memo[3] is None \
+                or time.monotonic() - memo[1] >= QUIET_REUSE_S:
+            return None
+        try:
+            bean = cluster.jmx("nn", "Hadoop:service=NameNode,name=FSNamesystem")
+        except (OSError, ValueError, KeyError, ClusterError):
+            return None
+        key = (cluster.dir, *(bean.get(k) for k in QUIET_FINGERPRINT))
+        return memo[3] if key == memo[0] else None
+
+    def _not_quiet_view(self, view: dict) -> str | None:
         live = {d["dn"] for d in view.get("datanode_report", []) if d["state"] == "live"}
         for f in view["files"]:
             if not f["closed"]:
@@ -288,8 +307,10 @@ class Hadoop(SystemUnderTest):
         return None
 
     def final_state(self, ctx: RunContext) -> dict:
+        """final_state.json; the NameNode's view and read-back of the quiet poll just
+        before when nothing moved since (one state-tool JVM fewer a run)."""
         from .state import final_state
-        return final_state(ctx.cluster)
+        return final_state(ctx.cluster, view=self._reusable_view(ctx.cluster))
 
     def block_of(self, ctx: RunContext, path: str, index: int) -> int:
         from faults.base import FaultError
