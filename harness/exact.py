@@ -13,6 +13,11 @@ the order it sent them, and a firing runs on a thread of its own, so another thr
 that process can be announced, held and released meanwhile. A process that dies while
 held (the fault was its kill) just closes its connection.
 
+On Hadoop (the agent on) the JVMs announce the raw line of an agent rule instead of a
+record; `records_of` (harness/systems/hadoop/agent.py HoldRecords) maps it to the contract
+events it stands for, which are matched as above, and `rules_of` names in the spec the
+rules each hold listens to (agenthold/AgentHold.java, the JVM side).
+
 A fault whose injection waits for the held process itself (a graceful restart of that
 process: SIGTERM, then waiting for it to exit, which it cannot while its log is held)
 would deadlock; so the release also goes out `release_after` seconds after injection
@@ -43,8 +48,16 @@ class HoldServer:
     clock starts, `stop()` at the end (every waiting process is released)."""
 
     def __init__(self, fire: Fire, *, timeout: float = 10.0, release_after: float = 1.0,
-                 on_release: Callable[[dict], None] | None = None):
+                 on_release: Callable[[dict], None] | None = None,
+                 records_of: Callable[[dict], list[dict]] | None = None,
+                 rules_of: Callable[[OnEvent], list[str]] | None = None):
         self.fire = fire
+        # a system whose processes announce something else than contract events (the
+        # Hadoop agent's raw lines) maps each announcement to its events (none, one or
+        # more) with `records_of`, and names in the spec, per hold, the `rules` that can
+        # make its event (`rules_of`); the mini-HDFS announces its record itself
+        self.records_of = records_of
+        self.rules_of = rules_of
         self.timeout = timeout
         self.release_after = release_after
         self.on_release = on_release or (lambda fields: None)
@@ -71,6 +84,9 @@ class HoldServer:
     def start(self) -> "HoldServer":
         holds = [{"id": self.ids[k], "event": t.event, "node": t.node, "where": dict(t.where)}
                  for k, t in self.triggers.items()]
+        if self.rules_of is not None:
+            for hold, trigger in zip(holds, self.triggers.values()):
+                hold["rules"] = list(self.rules_of(trigger))
         with open(self.spec_path, "w") as f:
             json.dump({"socket": self.socket_path, "timeout": self.timeout, "holds": holds}, f)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -144,12 +160,13 @@ class HoldServer:
         """Counts the announcement (in the order the process sent them) and releases it,
         at once or, when it made triggers due, on a thread of its own once they fired:
         other threads of the same process may be held and released meanwhile."""
-        record = message.get("record") or {}
+        records = self._records(message)
+        record = records[-1] if records else {}
         with self._lock:
             self.announced += 1
             due: list[Firing] = []
             if self.matcher is not None and not self._stopping:
-                if self.matcher.observe(record):
+                if [k for r in records for k in self.matcher.observe(r)]:
                     due = self.matcher.due(float("inf"))
             done = [self.ids[k] for k in self.triggers
                     if self.matcher is not None and k not in self.matcher.pending()]
@@ -172,6 +189,15 @@ class HoldServer:
         threading.Thread(target=self._fire_then_release, args=(due, message, record, release,
                                                                 released),
                          name="hold-fire", daemon=True).start()
+
+    def _records(self, message: dict) -> list[dict]:
+        """The contract events one announcement stands for."""
+        if self.records_of is None:
+            return [message.get("record") or {}]
+        try:
+            return list(self.records_of(message))
+        except Exception:   # a line the mapper cannot read holds nothing: released at once
+            return []
 
     def _fire_then_release(self, due: list[Firing], message: dict, record: dict,
                            release: Callable[[], None], released: threading.Event) -> None:

@@ -423,13 +423,19 @@ class Run:
             self._progress(f"exact injection needs the local backend; on {self.backend_name} "
                            f"{len(exact)} exact trigger(s) fire as ordinary event triggers")
             return
-        if not self.system.capabilities().exact_injection:   # its processes cannot be held
-            self._progress(f"exact injection needs the mini-HDFS; on {self.system.name} "
-                           f"{len(exact)} exact trigger(s) fire as ordinary event triggers")
+        run_fields = self.system.run_fields(self.scenario)
+        if not self.system.capabilities(run_fields).exact_injection:   # cannot be held
+            self._progress(f"exact injection needs the mini-HDFS or hadoop with "
+                           f"cluster.hadoop_agent; on {self.system.name} {len(exact)} exact "
+                           f"trigger(s) fire as ordinary event triggers")
             return
         from harness.exact import HoldServer
+        # a system that announces something else than contract records (the Hadoop
+        # agent's lines) says how to read them (its hold_hooks)
+        hooks = getattr(self.system, "hold_hooks", None)
+        extra = hooks(lambda: getattr(self.backend, "cluster", None)) if hooks else {}
         holds = HoldServer(self._fire_exact, on_release=lambda fields: self.log.emit(
-            "harness.hold.release", **fields))
+            "harness.hold.release", **fields), **extra)
         for fault in exact:
             holds.add(("inject", fault.id), fault.at)
         self.holds = holds.start()

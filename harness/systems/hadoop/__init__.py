@@ -57,9 +57,10 @@ class Hadoop(SystemUnderTest):
     # -- what it can do ------------------------------------------------------------------
 
     def capabilities(self, run_fields=None) -> Capabilities:
-        # its JVMs cannot be held at an event (faults fire on the adapted log line); it
-        # runs as local JVMs only; a check whose inputs this release's logs (and the
-        # agent, when it ran) do not expose is skipped with logmap's reason
+        # with the agent on, its JVMs can be held at the agent's events (agent.holdable;
+        # without it, faults fire on the adapted log line); it runs as local JVMs only; a
+        # check whose inputs this release's logs (and the agent, when it ran) do not
+        # expose is skipped with logmap's reason
         from . import logmap
         agent = bool((run_fields or {}).get("hadoop_agent"))
         unobservable = {}
@@ -67,7 +68,7 @@ class Hadoop(SystemUnderTest):
             why = logmap.skip_reason(check, self.version, agent=agent)
             if why is not None:
                 unobservable[check] = why
-        return Capabilities(exact_injection=False, backends=frozenset({"local"}),
+        return Capabilities(exact_injection=agent, backends=frozenset({"local"}),
                             unobservable=unobservable)
 
     def config_issues(self, config) -> list[str]:
@@ -95,10 +96,33 @@ class Hadoop(SystemUnderTest):
                 table_for(self.version)
             except ValueError as e:
                 out.append(f"cluster.hadoop_agent: {e}")
+        if getattr(scenario.cluster, "hadoop_agent", False):
+            out += self.hold_issues(scenario)
         if scenario.cluster.racks:
             out.append("cluster.racks: racks are not configured on hadoop yet "
                        "(no topology script); drop them or declare `systems: [minihdfs]`")
         return out
+
+    def hold_issues(self, scenario) -> list[str]:
+        """An exact trigger the agent cannot hold (an event only the logs make), one line
+        each: the hold would never come and the fault never fire."""
+        from .agent import hold_rules
+        out = []
+        for fault in scenario.faults:
+            at = fault.at
+            if getattr(at, "exact", False) and getattr(at, "event", None):
+                try:
+                    hold_rules(self.version, at.event, dict(at.where), at.node)
+                except ValueError as e:
+                    out.append(f"fault {fault.id}: {e}")
+        return out
+
+    def hold_hooks(self, cluster_of) -> dict:
+        """What harness.exact.HoldServer needs to hold this system's JVMs (the agent's
+        lines instead of contract records, the rules each hold listens to)."""
+        from .agent import HoldRecords, hold_rules
+        return {"records_of": HoldRecords(self.version, cluster_of),
+                "rules_of": lambda t: hold_rules(self.version, t.event, dict(t.where), t.node)}
 
     def run_fields(self, scenario) -> dict:
         # the agent makes checks observable that the logs alone cannot feed
@@ -109,16 +133,22 @@ class Hadoop(SystemUnderTest):
     def make_cluster(self, ctx: RunContext):
         from .cluster import HadoopCluster
         sc = ctx.scenario
+        from hdfs_contract.hold import ENV
+        from .agent import spec_hold_rules
+        agent = bool(getattr(sc.cluster, "hadoop_agent", False))
         try:
             fetch.fetch(self.version)
-            if getattr(sc.cluster, "hadoop_agent", False):
+            if agent:
                 fetch.fetch_agent()
         except fetch.FetchError as e:
             raise BackendError(str(e)) from e
+        # the runner's hold spec (harness.exact, set in the environment before the cluster
+        # starts) names the rules the JVMs hold at
         return HadoopCluster(ctx.work_dir, self.version, sc.cluster.datanodes,
                              dict(sc.cluster.config), logs_dir=ctx.logs_dir,
-                             debug_loggers=_debug_loggers(),
-                             agent=bool(getattr(sc.cluster, "hadoop_agent", False)))
+                             debug_loggers=_debug_loggers(), agent=agent,
+                             hold_rules=spec_hold_rules(os.environ.get(ENV)) if agent
+                             else frozenset())
 
     def listen(self, cluster) -> dict:
         return cluster.listen()

@@ -17,6 +17,11 @@ event, with `source: "hadoop-agent"`. The harness writes them, with their own se
 
 Where an agent event says what a log line said, the agent's wins and the log adapter
 drops its own (`REPLACES`): one source per fact.
+
+Exact injection (docs/hadoop.md): the rules an exact trigger can hold at
+(`hold_rules`) are generated through the helper agenthold/AgentHold.java, which writes
+the same line and then may hold the calling thread; `HoldRecords` maps the announced
+line to contract events for harness.exact.HoldServer.
 """
 
 from __future__ import annotations
@@ -45,12 +50,14 @@ RDF = "org.apache.hadoop.hdfs.protocol.datatransfer.ReplaceDatanodeOnFailure"
 # contract events an agent rule provides in place of the log adapter's (logmap), by role:
 # the log's recoverLease line names no requester; the log's client.pipeline.replace are
 # inferred `added` only (a new node in a rebuilt pipeline), without the policy's inputs;
-# its nn.file.close has no length; its addStoredBlock line gives, before 3.4, the
-# NameNode's block length, not the reported replica's. An entry is an event name, or (event, field, value)
+# its nn.file.close has no length, its truncate line no answer; its addStoredBlock line
+# gives, before 3.4, the NameNode's block length, not the reported replica's. An entry is
+# an event name, or (event, field, value)
 # for the events of that name with that field's value only: a failed setup of a new
 # block's pipeline is the agent's client.pipeline.error (rule setup_failed).
 REPLACES: dict[str, frozenset] = {
-    "namenode": frozenset({"nn.lease.recover", "nn.file.close", "nn.replica.reported"}),
+    "namenode": frozenset({"nn.lease.recover", "nn.file.close", "nn.replica.reported",
+                           "nn.file.truncate"}),
     "datanode": frozenset(),
     "client": frozenset({"client.pipeline.replace",
                          ("client.pipeline.error", "stage", "PIPELINE_SETUP_CREATE")}),
@@ -339,7 +346,20 @@ _SETUP_RULES = [
               condition="$isClient && $5.length > 0"),
 ]
 
-TABLE_3_4 += [_CREATED_3_4, *_REPLICA_RULES, _SETUP_FAILED, *_SETUP_RULES]
+# A truncate on the NameNode (FSDirTruncateOp.truncate, under the namesystem's write
+# lock): its answer says whether the cut was done at once (true) or a truncate recovery
+# was started (false: prepareFileForTruncate queued it for the primary), which the log's
+# truncate line, written before the call, cannot say. Held here (exact injection), the
+# handler keeps the write lock, so no heartbeat takes the recovery command meanwhile.
+_TRUNCATE = AgentRule(
+    "truncate", "namenode", _NN + "FSDirTruncateOp", "truncate",
+    f"static {_NN}FSDirTruncateOp$TruncateResult truncate({FSN}, java.lang.String, long, "
+    f"java.lang.String, java.lang.String, long, {_NN}INode$BlocksMapUpdateInfo, "
+    f"{_NN}FSPermissionChecker)", "AT EXIT", "nn.file.truncate",
+    _f(path="$2", len="$3", ok="$!.getResult()"),
+    uses=((_NN + "FSDirTruncateOp$TruncateResult", "boolean getResult()"),))
+
+TABLE_3_4 += [_CREATED_3_4, *_REPLICA_RULES, _SETUP_FAILED, *_SETUP_RULES, _TRUNCATE]
 TABLE_3_3: list[AgentRule] = [_CREATED_3_3 if r.name == "replica_created" else r
                               for r in TABLE_3_4]
 TABLE_3_2: list[AgentRule] = TABLE_3_3
@@ -358,6 +378,147 @@ def table_for(release: str) -> list[AgentRule]:
         raise ValueError(f"the hadoop agent has no rules for {release} (lines: "
                          f"{', '.join(sorted(TABLES))}): turn cluster.hadoop_agent off")
     return TABLES[line]
+
+
+# -- exact injection (agenthold/AgentHold.java) ---------------------------------------------
+
+HOLD_HELPER = "hdfschaos.AgentHold"
+HOLD_TIMEOUT = "hold_timeout"       # the helper's own line: a hold nobody answered in time
+HOLD_SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agenthold")
+# Events the logs make too, under the same name: only the agent's variant (this field
+# with one of these values) can be held, and a trigger must say so in its `where`, or its
+# `nth` would count events the hold never sees.
+HOLD_PINS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "nn.block.state": ("state", ("COMPLETE",)),
+    "dn.replica.state": ("reason", ("create", "recover_rbw", "append", "recover_append",
+                                    "recover_close", "transfer", "restart", "restart_saved")),
+    "client.pipeline.error": ("stage", ("PIPELINE_SETUP_CREATE",)),
+}
+_ROLE_OF_NODE = (("nn", "namenode"), ("dn", "datanode"))
+
+
+# the values the mapper gives a field of a rule's event (for hold_rules' filter)
+_MADE_BY_MAPPER = {"replica_loaded": {"reason": ("restart", "restart_saved")}}
+
+
+def holdable(release: str) -> dict[str, list[str]]:
+    """The events an exact trigger can hold at on `release`: event -> its rules' names."""
+    out: dict[str, list[str]] = {}
+    for r in table_for(release):
+        out.setdefault(r.event, []).append(r.name)
+    return out
+
+
+def _literal(expr: str) -> str | None:
+    """The string a rule's field always has (a Java string literal), else None."""
+    m = re.fullmatch(r'"([^"\\]*)"', expr)
+    return m.group(1) if m else None
+
+
+def hold_rules(release: str, event: str, where: dict, node: str | None = None) -> list[str]:
+    """The rules whose lines can make a held `event` (with `where`) on `release`, the parts
+    of a call (entry, note) included: the mapper joins them. A rule whose field is a
+    constant that `where` contradicts is left out (fewer announcements). Raises
+    ValueError (one line) when the agent cannot hold that event."""
+    rules = [r for r in table_for(release) if r.event == event]
+    if not rules:
+        raise ValueError(
+            f"exact: true on {event}: on hadoop only the agent's events can be held "
+            f"({', '.join(sorted(holdable(release)))}); {event} comes from the logs, so "
+            f"drop `exact: true` or declare `systems: [minihdfs]`")
+    if node is not None:
+        role = next((ro for p, ro in _ROLE_OF_NODE if node.startswith(p)), "client")
+        if not any(r.role == role for r in rules):
+            raise ValueError(f"exact: true on {event} at {node}: the agent makes {event} "
+                             f"in the {rules[0].role} only")
+    pin = HOLD_PINS.get(event)
+    if pin is not None and where.get(pin[0]) not in pin[1]:
+        raise ValueError(f"exact: true on {event}: the logs make {event} too; only the "
+                         f"agent's can be held: give where {{{pin[0]}: one of "
+                         f"{', '.join(pin[1])}}}")
+    keep = []
+    for r in rules:
+        made = {k: (_literal(e),) for k, e in r.fields if _literal(e) is not None}
+        made.update(_MADE_BY_MAPPER.get(r.name, {}))
+        if any(k in made and str(v) not in made[k] for k, v in where.items()):
+            continue
+        keep.append(r.name)
+    # a call's parts stay together: the exit needs its entry
+    if any(r.part == "exit" for r in rules if r.name in keep):
+        keep = sorted(set(keep) | {r.name for r in rules if r.part in ("entry", "note")})
+    return keep
+
+
+def spec_hold_rules(spec_path: str | None) -> frozenset[str]:
+    """The rules the hold spec (MINIHDFS_HOLD's JSON, written by harness.exact) names."""
+    import json
+    if not spec_path:
+        return frozenset()
+    try:
+        with open(spec_path) as f:
+            spec = json.load(f)
+    except (OSError, ValueError):
+        return frozenset()
+    return frozenset(r for h in spec.get("holds", []) for r in h.get("rules", []))
+
+
+def hold_helper_dir(jar: str) -> str:
+    """AgentHold compiled against the Byteman jar `jar`, once per source content (the
+    agent cache, shared by every release)."""
+    import hashlib
+    import subprocess
+    from .fetch import FetchError, agent_jar
+    sources = sorted(os.path.join(HOLD_SOURCES, n) for n in os.listdir(HOLD_SOURCES)
+                     if n.endswith(".java"))
+    digest = hashlib.sha256()
+    for path in sources:
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    out = os.path.join(os.path.dirname(str(agent_jar())), f"hold-{digest.hexdigest()[:12]}")
+    stamp = os.path.join(out, ".built")
+    if os.path.isfile(stamp):
+        return out
+    tmp = f"{out}.tmp{os.getpid()}"
+    os.makedirs(tmp, exist_ok=True)
+    # --release 17: the helper talks over a unix socket (java.net.UnixDomainSocketAddress)
+    proc = subprocess.run(["javac", "-nowarn", "--release", "17", "-d", tmp, "-cp", jar,
+                           *sources], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise FetchError(f"javac of {HOLD_SOURCES} failed: {proc.stderr.strip()[-400:]} "
+                         f"(exact injection on hadoop needs a JDK 17+)")
+    with open(os.path.join(tmp, ".built"), "w"):
+        pass
+    try:
+        os.rename(tmp, out)     # whole or not at all: another build may have won
+    except OSError:
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+class HoldRecords:
+    """The harness side of a Hadoop hold: the agent line a JVM announced -> the contract
+    events it makes (AgentMapper, one per node, fed only the announced lines), each with
+    its node, for harness.exact.HoldServer to match."""
+
+    def __init__(self, release: str, cluster_of):
+        self.release = release
+        self.cluster_of = cluster_of       # -> the run's HadoopCluster, once it exists
+        self.mappers: dict[str, AgentMapper] = {}
+
+    def __call__(self, message: dict) -> list[dict]:
+        node, line = message.get("node"), message.get("agent")
+        if not isinstance(node, str) or not isinstance(line, str):
+            return []
+        mapper = self.mappers.get(node)
+        if mapper is None:
+            cluster = self.cluster_of()
+            spec = cluster.nodes.get(node, {}) if cluster is not None else {}
+            role = spec.get("role") or next(
+                (ro for p, ro in _ROLE_OF_NODE if node.startswith(p)), "client")
+            hosts = cluster.address_map() if cluster is not None else None
+            mapper = self.mappers[node] = AgentMapper(role, self.release, hosts)
+        return [{**ev, "node": node} for ev in mapper.feed(line)]
 
 
 # -- checking a release's jars ----------------------------------------------------------
@@ -403,16 +564,19 @@ def missing_members(release: str, classpath: str) -> list[str]:
     return out
 
 
-def check_script(release: str, classpath: str, jar: str) -> list[str]:
+def check_script(release: str, classpath: str, jar: str,
+                 hold_rules: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """Byteman's own check of the generated script (org.jboss.byteman.check.TestScript)
     against the release's classes: each rule's class and method found, each expression
-    type-checked. The lines that report a problem; empty when the script is sound."""
+    type-checked (the rules in `hold_rules` through the hold helper). The lines that
+    report a problem; empty when the script is sound."""
     import subprocess
     import tempfile
     with tempfile.NamedTemporaryFile("w", suffix=".btm", delete=False) as f:
-        f.write(script(release))
+        f.write(script(release, hold_rules))
+    extra = [hold_helper_dir(jar)] if hold_rules else []
     try:
-        proc = subprocess.run(["java", "-cp", os.pathsep.join([jar, classpath]),
+        proc = subprocess.run(["java", "-cp", os.pathsep.join([jar, *extra, classpath]),
                                "org.jboss.byteman.check.TestScript", f.name],
                               capture_output=True, text=True, timeout=300)
     finally:
@@ -426,11 +590,22 @@ def check_script(release: str, classpath: str, jar: str) -> list[str]:
 
 # -- the .btm script ---------------------------------------------------------------------
 
-def _rule_text(r: AgentRule) -> str:
+def _rule_text(r: AgentRule, hold: bool = False) -> str:
     line = " + \"\\t\" + ".join(
         [f"\"{r.name}\"", "java.time.Instant.now()", "Thread.currentThread().getId()",
          "Thread.currentThread().getName()"]
         + [f"({expr})" for _, expr in r.fields])
+    if hold:
+        # a rule an exact trigger may hold at: the helper writes the line, then may hold
+        # the thread (agenthold/AgentHold.java)
+        return (f"RULE hdfs-chaos {r.name}\n"
+                f"CLASS {r.cls}\n"
+                f"METHOD {r.method_spec()}\n"
+                f"HELPER {HOLD_HELPER}\n"
+                f"{r.location}\n"
+                f"IF {r.condition}\n"
+                f"DO emit(\"{r.name}\", {line})\n"
+                f"ENDRULE\n")
     return (f"RULE hdfs-chaos {r.name}\n"
             f"CLASS {r.cls}\n"
             f"METHOD {r.method_spec()}\n"
@@ -441,16 +616,19 @@ def _rule_text(r: AgentRule) -> str:
             f"ENDRULE\n")
 
 
-def script(release: str) -> str:
-    """The Byteman script of `release`: every rule of its line's table."""
+def script(release: str, hold_rules: frozenset[str] | set[str] = frozenset()) -> str:
+    """The Byteman script of `release`: every rule of its line's table; the rules named
+    in `hold_rules` go through the hold helper (exact injection), the others write their
+    line only."""
     head = (f"# generated by harness/systems/hadoop/agent.py for hadoop {release}: edit the "
             f"table there, not this file\n\n")
-    return head + "\n".join(_rule_text(r) for r in table_for(release))
+    return head + "\n".join(_rule_text(r, r.name in hold_rules) for r in table_for(release))
 
 
-def write_script(release: str, path: str) -> str:
+def write_script(release: str, path: str,
+                 hold_rules: frozenset[str] | set[str] = frozenset()) -> str:
     with open(path, "w") as f:
-        f.write(script(release))
+        f.write(script(release, hold_rules))
     return path
 
 
@@ -502,6 +680,8 @@ class AgentMapper:
 
     def feed(self, raw: str) -> list[dict]:
         parts = raw.rstrip("\r\n").split("\t")
+        if parts[0] == HOLD_TIMEOUT:
+            return self._hold_timeout(parts)
         rule = self.rules.get(parts[0])
         if rule is None or len(parts) != 4 + len(rule.fields):
             self.bad_lines += bool(raw.strip())
@@ -535,6 +715,22 @@ class AgentMapper:
         return [{"ts": ts, "event": rule.event,
                  **make(values, {"_names": self.names, "_rule": rule.name}),
                  "source": SOURCE, "rule": rule.name, "thread": thread}]
+
+    def _hold_timeout(self, parts: list[str]) -> list[dict]:
+        """The helper's line for a hold the harness never answered (AgentHold.emit):
+        `hold_timeout TAB ts TAB tid TAB thread TAB rule TAB seq TAB timeout`."""
+        rule = self.rules.get(parts[4]) if len(parts) == 7 else None
+        try:
+            ts, seq, timeout = _ts(parts[1]), int(parts[5]), float(parts[6])
+        except (ValueError, IndexError):
+            rule = None
+        if rule is None:
+            self.bad_lines += 1
+            return []
+        prefix = {"namenode": "nn", "datanode": "dn"}.get(self.role, self.role)
+        return [{"ts": ts, "event": f"{prefix}.hold.timeout", "held_event": rule.event,
+                 "held_seq": seq, "timeout": timeout, "source": SOURCE, "rule": rule.name,
+                 "thread": parts[3]}]
 
     def feed_all(self, lines) -> list[dict]:
         out: list[dict] = []
@@ -603,6 +799,10 @@ def _replace(entry: dict, done: dict) -> dict:
             "error": _null(done.get("error", "") or entry.get("note_error", ""))}
 
 
+def _file_truncate(v: dict, _done: dict) -> dict:
+    return {"path": v["path"], "len": _int(v["len"]), "ok": _bool(v["ok"])}
+
+
 def _file_close(v: dict, _done: dict) -> dict:
     return {"path": v["path"], "len": _int(v["len"]), "reason": _null(v["reason"])}
 
@@ -645,7 +845,8 @@ def _pipeline_setup(v: dict, done: dict) -> dict:
             "status": v["status"], "first_bad_link": bad}
 
 
-_EVENTS = {"nn.file.close": _file_close, "client.pipeline.replace": _replace,
+_EVENTS = {"nn.file.close": _file_close, "nn.file.truncate": _file_truncate,
+           "client.pipeline.replace": _replace,
            "nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
            "dn.replica.state": _replica_state, "client.pipeline.error": _setup_failed,
            "dn.pipeline.setup": _pipeline_setup, "nn.replica.reported": _replica_reported}

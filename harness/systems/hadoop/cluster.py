@@ -67,7 +67,8 @@ class HadoopCluster:
                  datanodes: int = 3, config: dict | None = None, *,
                  logs_dir: str | None = None, debug_loggers: list[str] | tuple = (),
                  jvm_flags: list[str] | None = None, java: str = "java",
-                 role_flags: dict[str, list[str]] | None = None, agent: bool = False):
+                 role_flags: dict[str, list[str]] | None = None, agent: bool = False,
+                 hold_rules: frozenset[str] = frozenset()):
         self.dir = os.path.abspath(directory)
         self.version = version
         self.scenario_config = dict(config or {})
@@ -81,13 +82,21 @@ class HadoopCluster:
         self.role_flags = dict(role_flags or {})   # e.g. a CDS archive per daemon kind
         self.java = java
         # the Byteman agent (agent.py) in every daemon and workload client JVM, off by
-        # default; its script is generated from the release's rule table
+        # default; its script is generated from the release's rule table; the rules in
+        # `hold_rules` (exact injection) call the hold helper, put on the JVMs' classpath
         self.agent_flag: str | None = None
+        self.hold_dir: str | None = None
         if agent:
             from . import agent as agent_rules
             jar = fetch.require_agent_jar()
             os.makedirs(os.path.join(self.dir, "conf"), exist_ok=True)
-            btm = agent_rules.write_script(version, os.path.join(self.dir, "conf", "agent.btm"))
+            if hold_rules:
+                try:
+                    self.hold_dir = agent_rules.hold_helper_dir(str(jar))
+                except fetch.FetchError as e:
+                    raise ClusterError(str(e)) from None
+            btm = agent_rules.write_script(version, os.path.join(self.dir, "conf", "agent.btm"),
+                                           hold_rules if self.hold_dir else frozenset())
             self.agent_flag = agent_rules.javaagent_flag(str(jar), btm)
         self.routes_for: Callable[[str], Routes] | None = None
         self.procs: dict[str, subprocess.Popen] = {}
@@ -223,6 +232,8 @@ class HadoopCluster:
         # (dfsadmin, the state tool): their calls are no part of the run under test
         agent = [self.agent_flag, f"-D{AGENT_OUT_PROPERTY}={spec['agent_out']}"] \
             if agent and self.agent_flag and node != "harness" else []
+        if agent and self.hold_dir:
+            extra_cp = [*extra_cp, self.hold_dir]
         # -Dhdfs-chaos-node names the JVM for the reaper (harness/backends/local.py _ours)
         return [self.java, *self.jvm_flags, *self.role_flags.get(spec["role"], []), *agent,
                 f"-Dhdfs-chaos-node={node}",
