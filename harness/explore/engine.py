@@ -253,6 +253,29 @@ class Explorer:
         if not self.exact:
             self.note = (f"{self.system_label}: no exact injection; faults fire on the "
                          f"adapted log event, ~20 ms late")
+        elif hasattr(self.system, "hold_issues"):
+            self.note = (f"{self.system_label}: exact injection at the agent's events; "
+                         f"faults at events only the logs make fire on the adapted log "
+                         f"event, ~20 ms late")
+        self._holdable: dict[tuple, bool] = {}
+
+    def exact_at(self, point: FailurePoint) -> bool:
+        """Whether a fault at `point` gets an exact trigger: the system can hold its
+        processes (`self.exact`) and, where it can hold at some events only (Hadoop: the
+        agent's; `hold_issues`), at this one."""
+        if not self.exact:
+            return False
+        check = getattr(self.system, "hold_issues", None)
+        if check is None:
+            return True
+        key = (point.event, point.node, point.where)
+        if key not in self._holdable:
+            from types import SimpleNamespace
+            at = SimpleNamespace(exact=True, event=point.event, where=dict(point.where),
+                                 node=point.node)
+            self._holdable[key] = not check(SimpleNamespace(
+                faults=[SimpleNamespace(id="x1", at=at)]))
+        return self._holdable[key]
 
     def _prepare_system(self) -> None:
         """What the system builds once (Hadoop's jars and workload client), here: two
@@ -324,7 +347,7 @@ class Explorer:
         return path
 
     def schedule_doc(self, schedule: Schedule, name: str | None = None) -> dict:
-        return scenario_doc(self.base_doc, schedule, name=name, exact=self.exact,
+        return scenario_doc(self.base_doc, schedule, name=name, exact=self.exact_at,
                             system=(self.system.name, self.system.version))
 
     def writers(self) -> dict[str, str]:

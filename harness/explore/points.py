@@ -76,7 +76,11 @@ AGENT_PREFERRED = {"dn.pipeline.receive": "dn.pipeline.setup"}
 # Hadoop's NameNode answers complete() false until the last block's replicas are
 # reported, then true: how many false answers come first depends on timing, so the
 # answer picks the call out (the true one is the same call in every run)
-ADAPTED_WHERE = {"nn.file.complete": ("path", "ok")}
+ADAPTED_WHERE = {"nn.file.complete": ("path", "ok"),
+                 # the agent's and the log's variants of one event name apart (the reason,
+                 # the stage): a hold at the agent's counts only its own (agent.HOLD_PINS)
+                 "dn.replica.state": ("block", "state", "reason"),
+                 "client.pipeline.error": ("block", "stage")}
 # log events the adapter holds back until the NameNode's handler thread logs its next
 # line (logmap.LogMapper.hold: a refused create logs the request line too), up to a
 # second: they carry the request line's time but reach the harness after the steps that

@@ -105,16 +105,27 @@ def test_a_base_hadoop_cannot_run_is_refused_in_one_line(tmp_path):
     assert not os.path.exists(tmp_path / "out")
 
 
+def no_agent_base(tmp_path) -> str:
+    """explore-bases/hadoop-write.yaml without the agent: no exact injection on Hadoop."""
+    with open(HADOOP_BASE) as f:
+        doc = yaml.safe_load(f)
+    doc["cluster"].pop("hadoop_agent")
+    path = tmp_path / "hadoop-write-no-agent.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
 def test_the_explorer_on_hadoop_says_it_has_no_exact_injection(tmp_path):
     said = []
-    x = Explorer(HADOOP_BASE, str(tmp_path / "out"), 60, system="hadoop", hadoop_version="3.4.2",
+    base = no_agent_base(tmp_path)
+    x = Explorer(base, str(tmp_path / "out"), 60, system="hadoop", hadoop_version="3.4.2",
                  say=said.append)
     assert x.exact is False and x.note == NOTE
     p = hadoop_points()[1]
     doc = x.schedule_doc(Schedule((Step(p, faults_at(p, ["dn1", "dn2", "dn3"], ["c1"])[0]),)))
     assert "exact" not in doc["faults"][-1]["at"] and doc["cluster"]["system"] == "hadoop"
     # the same base on the mini-HDFS: exact, no note
-    m = Explorer(HADOOP_BASE, str(tmp_path / "m"), 60)
+    m = Explorer(base, str(tmp_path / "m"), 60)
     assert m.exact is True and m.note is None
     # the summary carries the note
     x._load_or_init()
@@ -137,7 +148,7 @@ def test_an_exact_trigger_on_hadoop_fires_as_an_event_trigger(tmp_path):
     never fire); the run says so and the trigger engine takes the trigger."""
     from harness.runner import Run
     from harness.systems import get_system
-    with open(HADOOP_BASE) as f:
+    with open(no_agent_base(tmp_path)) as f:
         base = yaml.safe_load(f)
     p = hadoop_points()[1]
     doc = scenario_doc(base, Schedule((Step(p, faults_at(p, ["dn1", "dn2", "dn3"], ["c1"])[0]),)))
@@ -157,28 +168,28 @@ def test_an_exact_trigger_on_hadoop_fires_as_an_event_trigger(tmp_path):
         mini._stop_holds()
 
 
-def test_the_explorer_takes_exact_injection_once_the_system_says_it_has_it(tmp_path,
-                                                                          monkeypatch):
-    """Exact injection on Hadoop hangs on the agent (the run's fields): the explorer asks
-    the capability with the base's run fields, and still refuses a base Hadoop cannot
-    run when the capability says exact."""
-    import dataclasses
-
+def test_with_the_agent_faults_at_the_agents_events_are_exact_the_others_not(tmp_path):
+    """Hadoop's capability says exact with the agent on (asked with the base's run
+    fields); it holds only at the agent's events, so a fault at a point of the logs gets
+    a plain trigger, and every schedule is one Hadoop runs. A base the system cannot run
+    is still refused."""
+    from harness.explore.points import read_run_events
     from harness.systems.hadoop import Hadoop
-    plain = Hadoop.capabilities
-
-    def with_exact(self, run_fields=None):
-        return dataclasses.replace(plain(self, run_fields), exact_injection=bool(
-            (run_fields or {}).get("hadoop_agent")))
-
-    monkeypatch.setattr(Hadoop, "capabilities", with_exact)
     x = Explorer(HADOOP_BASE, str(tmp_path / "out"), 60, system="hadoop",
                  hadoop_version="3.4.2")
-    assert x.exact is True and x.note is None
-    p = hadoop_points()[1]
-    doc = x.schedule_doc(Schedule((Step(p, faults_at(p, ["dn1", "dn2", "dn3"], ["c1"])[0]),)))
-    assert doc["faults"][-1]["at"]["exact"] is True and doc["cluster"]["system"] == "hadoop"
-    assert doc["cluster"]["hadoop_agent"] is True
+    assert x.exact is True and "exact injection at the agent's events" in x.note
+    real = os.path.join(ROOT, "tests", "unit", "data", "hadoop-3.4.2-explore-write")
+    exact, plain = set(), set()
+    for p in extract_points(read_run_events(real)):
+        s = Schedule((Step(p, faults_at(p, ["dn1", "dn2", "dn3"], ["c1"])[0]),))
+        doc = x.schedule_doc(s)
+        assert doc["cluster"]["system"] == "hadoop" and doc["cluster"]["hadoop_agent"] is True
+        sc = load_scenario_text(to_yaml(doc), f"{s.id}.yaml")
+        assert Hadoop("3.4.2").issues(sc) == [], (p.event, dict(p.where))
+        (exact if sc.faults[-1].at.exact else plain).add(p.kind)
+    assert {"dn.pipeline.setup:PIPELINE_SETUP_CREATE", "dn.replica.state:RBW"} <= exact
+    assert {"nn.block.allocate", "client.pipeline.setup", "client.hflush",
+            "dn.replica.state:FINALIZED", "client.ack"} <= plain
     x._load_or_init()
     assert x.state.exact is True and x.state.system == "hadoop 3.4.2"
     with pytest.raises(ExploreError, match="cannot be explored on hadoop 3.4.2"):
