@@ -2,11 +2,12 @@
 with the Byteman agent, real Toxiproxy and real Spark: the clean run of
 explore-bases/hadoop-append.yaml on Hadoop, failure points from its agent and log
 events, a tiny budget of depth-1 schedules (exact triggers at the agent's events, plain
-event triggers at the logs'), each run on Hadoop, verified, and timed, and the summary. Skipped without Java or the fetched jars. Bounded by a number of
-schedules, not by time (a loaded machine makes it slower, not different); no shrinking
-(a finding's reproducer is tests/unit/test_explore_hadoop.py's). About 3 minutes on a
-quiet machine: the append base's first schedules pause c1 and kill a DataNode (its
-writer's crash would wait for Hadoop's 20 min lease)."""
+event triggers at the logs'), each run on Hadoop, verified, and timed, and the summary.
+Skipped without Java or the fetched jars. Bounded by a number of schedules, not by time
+(a loaded machine makes it slower, not different); no shrinking (a finding's reproducer
+is tests/unit/test_explore_hadoop.py's). About 3 minutes on a quiet machine (6 at load
+20-30): the append base's first schedules pause c1 and kill a DataNode at
+nn.block.allocate (its writer's crash would wait for Hadoop's 20 min lease)."""
 
 from __future__ import annotations
 

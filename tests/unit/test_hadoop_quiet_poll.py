@@ -13,7 +13,8 @@ from harness.systems.hadoop import state as state_mod
 BEAN = {"LastWrittenTransactionId": 16, "FilesTotal": 3, "BlocksTotal": 3,
         "NumFilesUnderConstruction": 0, "NumLiveDataNodes": 3, "CapacityUsed": 139783,
         "TotalLoad": 0, "PendingReplicationBlocks": 0, "UnderReplicatedBlocks": 0}
-CLOSED = {"leases": [], "files": [{"path": "/data/f1", "closed": True, "holder": None, "replication": 3,
+CLOSED = {"leases": [],
+          "files": [{"path": "/data/f1", "closed": True, "holder": None, "replication": 3,
                      "blocks": [{"block": 1, "state": "COMPLETE",
                                  "locations": ["dn1", "dn2", "dn3"]}]}],
           "datanode_report": [{"dn": d, "state": "live"} for d in ("dn1", "dn2", "dn3")]}
