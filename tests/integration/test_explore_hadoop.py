@@ -11,6 +11,7 @@ nn.block.allocate (its writer's crash would wait for Hadoop's 20 min lease)."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 
@@ -94,7 +95,7 @@ def test_explore_on_hadoop_runs_verifies_and_times_schedules(tmp_path):
         landed += 1
     assert landed >= 1
     page = open(os.path.join(out, "index.html")).read()
-    assert note in page
+    assert html.escape(note) in page
     with open(os.path.join(out, "summary.json")) as f:
         summary = json.load(f)
     assert summary["verified_per_hour"] > 0 and "daemons" in summary["median_split_s"]
