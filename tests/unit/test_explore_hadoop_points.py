@@ -85,3 +85,16 @@ def test_a_pipeline_setup_point_gets_the_links_of_its_pipeline():
     assert (("dn1", "dn2"), "link:upstream->self") in links
     assert (("dn2", "dn3"), "link:self->downstream") in links
     assert {f.relation for f in faults if f.target == "dn1"} == {"upstream"}
+
+
+def test_a_receive_by_transfer_without_an_agent_setup_stays_a_point():
+    """Hadoop placed a block on two nodes and copied it to the third: the third's
+    "Receiving" line has no agent setup (its rules see client writes only)."""
+    events = read_run_events(RUN)
+    end = max(e["ts"] for e in events if e["node"] != "harness")
+    events.append({"ts": end + 0.1, "node": "dn2", "role": "datanode", "seq": 99,
+                   "event": "dn.pipeline.receive", "block": 1073741827, "gs": 1003,
+                   "upstream": "/127.0.0.1:53862", "source": "hadoop-log"})
+    receive = [(p.node, dict(p.where)["block"]) for p in extract_points(events)
+               if p.event == "dn.pipeline.receive"]
+    assert receive == [("dn2", 1073741827)]
