@@ -396,7 +396,8 @@ def _add_explore(command) -> None:
     p.add_argument("--max-schedules", type=int, default=None, metavar="N",
                    help="stop exploring after this many schedules (shrinking still runs)")
     p.add_argument("--system", type=SystemName(), default=None, metavar="SYSTEM",
-                   help="the system explored (default: the base's cluster.system); on hadoop "
+                   help="the system explored (default: the base's cluster.system); where "
+                        "it cannot hold its processes at an event (its capabilities say), "
                         "faults fire on the adapted log event, not exactly at it"
                    ).completer = SystemName()
     p.add_argument("--hadoop-version", default=None, metavar="V",

@@ -84,7 +84,11 @@ def run_schedule(yaml_path: str, results_dir: str) -> dict:
 
 def time_split(run_dir: str) -> dict:
     """How a run's time went: start (cluster up), workload, recovery wait (heal until
-    quiescence checks start), quiescence, stop (final state, teardown)."""
+    quiescence checks start), quiescence, stop (final state, teardown). Parts of them,
+    where the run says: `client_jvm` (the first client's process start to its first
+    event, within workload) and, on Hadoop (logs/hadoop-start.json), `format` (a copy
+    of the formatted storage, or a JVM) and `daemons` (their JVMs, spawn to all live),
+    within start."""
     try:
         with open(os.path.join(run_dir, "events", "harness.jsonl")) as f:
             h = [json.loads(line) for line in f if line.strip()]
@@ -103,11 +107,35 @@ def time_split(run_dir: str) -> dict:
             ops_end = max(ops_end, e["ts"])
     q_start = q["ts"] - (q.get("waited") or 0.0)
     work_end = min(max(ops_end, client_starts[0]), q_start)
-    return {"start": round(client_starts[0] - ts["harness.run.start"], 3),
-            "workload": round(work_end - client_starts[0], 3),
-            "recovery_wait": round(q_start - work_end, 3),
-            "quiescence": round(q["waited"] or 0.0, 3),
-            "stop": round(end - q["ts"], 3)}
+    out = {"start": round(client_starts[0] - ts["harness.run.start"], 3),
+           "workload": round(work_end - client_starts[0], 3),
+           "recovery_wait": round(q_start - work_end, 3),
+           "quiescence": round(q["waited"] or 0.0, 3),
+           "stop": round(end - q["ts"], 3)}
+    first = next((e for e in h if e["event"] == "harness.node.start"
+                  and str(e.get("target", "")).startswith("c")), None)
+    own = [e["ts"] for e in _first_events(run_dir, first["target"])] if first else []
+    if own:
+        out["client_jvm"] = round(own[0] - first["ts"], 3)
+    try:
+        from harness.systems.hadoop.cluster import START_TIMINGS
+        with open(os.path.join(run_dir, "logs", START_TIMINGS)) as f:
+            started = json.load(f)
+        out.update({k: started[k] for k in ("format", "daemons") if k in started})
+    except (OSError, ValueError, ImportError):
+        pass
+    return out
+
+
+def _first_events(run_dir: str, node: str) -> list[dict]:
+    """The first event the process `node` logged itself (events/<node>.jsonl)."""
+    try:
+        with open(os.path.join(run_dir, "events", f"{node}.jsonl")) as f:
+            line = f.readline()
+        e = json.loads(line)
+        return [e] if isinstance(e, dict) and isinstance(e.get("ts"), (int, float)) else []
+    except (OSError, ValueError):
+        return []
 
 
 # -- judging a run ----------------------------------------------------------------------------
@@ -199,6 +227,7 @@ class Explorer:
         with open(self.base_path) as f:
             self.base_doc = yaml.safe_load(f)
         self._choose_system(system, hadoop_version)
+        self._lost = self.lost_writers()
         self.queue = ScheduleQueue()
         self.state = ExploreState(base=self.base_path)
         self.points: list[FailurePoint] = []
@@ -216,21 +245,47 @@ class Explorer:
         the mini-HDFS's. Hadoop's JVMs cannot be held, so there the faults get plain event
         triggers that fire when the harness reads the adapted log line, and the
         exploration says so once (`self.note`, the summary)."""
-        from harness.systems import system_of
+        from harness.systems import DEFAULT_SYSTEM, system_of
         self.system = system_of(self.scenario, system, hadoop_version)
         self.system_label = self.system.label
-        self.exact = self.system.capabilities().exact_injection
         self.note = None
-        if self.exact:
-            return
-        issues = self.system.issues(self.scenario)
-        if issues:
-            raise ExploreError(
-                f"{os.path.relpath(self.base_path)} cannot be explored on {self.system_label}: "
-                f"{'; '.join(issues)} (explore-bases/hadoop-write.yaml is a base that runs "
-                f"on hadoop)")
-        self.note = (f"{self.system_label}: no exact injection; faults fire on the adapted "
-                     f"log event, ~20 ms late")
+        if self.system.name != DEFAULT_SYSTEM:
+            issues = self.system.issues(self.scenario)
+            if issues:
+                raise ExploreError(
+                    f"{os.path.relpath(self.base_path)} cannot be explored on "
+                    f"{self.system_label}: {'; '.join(issues)} (explore-bases/hadoop-write.yaml "
+                    f"is a base that runs on hadoop)")
+        # asked with the base's run fields: exact injection may hang on how the system
+        # runs it (on Hadoop, the agent in its JVMs)
+        self.exact = self.system.capabilities(
+            self.system.run_fields(self.scenario)).exact_injection
+        if not self.exact:
+            self.note = (f"{self.system_label}: no exact injection; faults fire on the "
+                         f"adapted log event, ~20 ms late")
+        elif hasattr(self.system, "hold_issues"):
+            self.note = (f"{self.system_label}: exact injection at the agent's events; "
+                         f"faults at events only the logs make fire on the adapted log "
+                         f"event, ~20 ms late")
+        self._holdable: dict[tuple, bool] = {}
+
+    def exact_at(self, point: FailurePoint) -> bool:
+        """Whether a fault at `point` gets an exact trigger: the system can hold its
+        processes (`self.exact`) and, where it can hold at some events only (Hadoop: the
+        agent's; `hold_issues`), at this one."""
+        if not self.exact:
+            return False
+        check = getattr(self.system, "hold_issues", None)
+        if check is None:
+            return True
+        key = (point.event, point.node, point.where)
+        if key not in self._holdable:
+            from types import SimpleNamespace
+            at = SimpleNamespace(exact=True, event=point.event, where=dict(point.where),
+                                 node=point.node)
+            self._holdable[key] = not check(SimpleNamespace(
+                faults=[SimpleNamespace(id="x1", at=at)]))
+        return self._holdable[key]
 
     def _prepare_system(self) -> None:
         """What the system builds once (Hadoop's jars and workload client), here: two
@@ -313,7 +368,7 @@ class Explorer:
             self.base_doc["seed"] = seed
 
     def schedule_doc(self, schedule: Schedule, name: str | None = None) -> dict:
-        return scenario_doc(self.base_doc, schedule, name=name, exact=self.exact,
+        return scenario_doc(self.base_doc, schedule, name=name, exact=self.exact_at,
                             system=(self.system.name, self.system.version))
 
     def writers(self) -> dict[str, str]:
@@ -333,12 +388,30 @@ class Explorer:
                 ends.setdefault(e["node"], []).append(e["ts"])
         return {c: max(ts) for c, ts in ends.items() if len(ts) >= ops[c]}
 
+    def lost_writers(self) -> set[str]:
+        """The writers whose crash the run cannot see through: their file's lease hard
+        limit (the base's `lease.hard-limit`, else Hadoop's 20 min, which 3.3 cannot
+        change) is not shorter than the base's timeout, so the file never closes within
+        the run and the schedule ends `hung` whatever the system does."""
+        from hdfs_contract.config import Config, ConfigError
+        try:
+            hard = Config(dict(self.scenario.cluster.config))["lease.hard-limit"]
+        except ConfigError:
+            return set()
+        if hard < self.scenario.timeout:
+            return set()
+        return set(self.writers().values())
+
+    def _explorable(self, fault) -> bool:
+        return not (fault.target in self._lost and fault.kind in kind_names(ends_node=True))
+
     def depth1(self, points: list[FailurePoint]) -> list[Schedule]:
         out = []
         for p in points:
             for fault in faults_at(p, self.scenario.datanode_ids, self.scenario.client_ids,
                                    self.writers()):
-                out.append(Schedule((Step(p, fault),)))
+                if self._explorable(fault):
+                    out.append(Schedule((Step(p, fault),)))
         return out
 
     def depth2(self, parent: Schedule, run_dir: str) -> list[Schedule]:
@@ -360,7 +433,7 @@ class Explorer:
             for fault in faults_at(p, self.scenario.datanode_ids, self.scenario.client_ids,
                                    self.writers()):
                 nodes = set(fault.target) if isinstance(fault.target, tuple) else {fault.target}
-                if gone in nodes or nodes & ended:
+                if gone in nodes or nodes & ended or not self._explorable(fault):
                     continue
                 s = Schedule((first, Step(p, fault)), parent=parent.id)
                 by_sig.setdefault(s.steps[1].signature, []).append(s)
@@ -377,6 +450,10 @@ class Explorer:
         self._load_or_init()
         if self.note:
             self.say(f"explore: {self.note}")
+        if self._lost:
+            self.say(f"explore: no crash of {', '.join(sorted(self._lost))}: the lease hard "
+                     f"limit is not shorter than the timeout ({self.scenario.timeout:.0f}s), so "
+                     f"the file would not close within the run")
         self._prepare_system()
         self.pool = self.make_pool(self.workers, self.package_root)
         try:
@@ -405,7 +482,8 @@ class Explorer:
         self.say(f"explore: clean run of {os.path.relpath(self.base_path)}")
         [result] = self._run_all([Schedule(())])
         self.state.base_run = {"run_dir": result["run_dir"], "outcome": "unverified",
-                               "failed": [], "timings": result.get("timings")}
+                               "failed": [], "timings": result.get("timings"),
+                               "wall": result.get("wall")}
         if result.get("status") != "completed" or not result.get("run_dir"):
             self._judge_base(result, self._verify([result])[0])
         events = read_run_events(result["run_dir"])
@@ -444,7 +522,7 @@ class Explorer:
 
     def _judge_base(self, result: dict, verdict: Verdict | None) -> None:
         outcome, failed = classify(result, verdict)
-        self.state.base_run.update(outcome=outcome, failed=failed)
+        self.state.base_run.update(outcome=outcome, failed=failed, verify=result.get("verify"))
         if outcome != "pass":
             raise ExploreError(f"the clean run of the base scenario does not pass ({outcome}"
                                f"{': ' + ','.join(failed) if failed else ''}; "
@@ -484,9 +562,13 @@ class Explorer:
                 for d in dirs:
                     by_dir[d] = Verdict(scenario=None, passed=False, run_dir=d,
                                         error=f"the verifier failed: {type(e).__name__}: {e}")
+            took = time.time() - t
             with self._lock:
-                self.state.verify_s += time.time() - t
+                self.state.verify_s += took
                 self.state.verified += len(dirs)
+            for r in results:       # each run's share of its batch
+                if r.get("run_dir") in by_dir:
+                    r["verify"] = round(took / len(dirs), 3)
         return [by_dir.get(r.get("run_dir")) for r in results]
 
     def _explore(self, go_on: Callable[[], bool]) -> None:
@@ -568,7 +650,7 @@ class Explorer:
         entry = {"id": s.id, "depth": s.depth, "signature": s.signature, "outcome": outcome,
                  "failed": failed, "run_dir": r.get("run_dir"), "status": r.get("status"),
                  "errors": r.get("errors"), "timings": r.get("timings"), "wall": r.get("wall"),
-                 "parent": s.parent, "at": round(self.elapsed(), 1)}
+                 "verify": r.get("verify"), "parent": s.parent, "at": round(self.elapsed(), 1)}
         self.state.results[s.id] = entry
         if outcome in FINDING_OUTCOMES:
             sig = finding_signature(outcome, failed, s)

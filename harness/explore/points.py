@@ -9,6 +9,14 @@ run is found again in the next as long as the run is the same up to it.
 
 Only events a recovery can hinge on are points; `client.ack`, one per packet, is
 sampled (the first, the middle and the last of each block).
+
+On Hadoop the events come from two sources: the log adapter (`source: hadoop-log`) and,
+with `cluster.hadoop_agent`, the Byteman agent (`hadoop-agent`). `hadoop_view` makes
+them points as the mini-HDFS's are: where the agent reports a step the log reports too,
+the agent's event is the point (its fields name nodes, its time is the JVM's clock);
+an agent event's `upstream` (the writer's DFSClient name) becomes the pipeline's node
+before it (the client for the first); the log's socket addresses are no node. Events
+whose timing a trigger cannot trust are no points (`_untrusted`).
 """
 
 from __future__ import annotations
@@ -58,6 +66,26 @@ RECOVERY_STAGES = ("PIPELINE_SETUP_STREAMING_RECOVERY", "PIPELINE_SETUP_APPEND_R
                    "PIPELINE_CLOSE_RECOVERY", "TRANSFER_RBW", "TRANSFER_FINALIZED")
 
 ACK_SAMPLES = 3
+
+AGENT_SOURCE = "hadoop-agent"
+ADAPTED_SOURCES = ("hadoop-log", AGENT_SOURCE)
+# a log event -> the agent's event of the same step (same node and block): with the
+# agent on, the DataNode's "Receiving <block>" line gives way to its dn.pipeline.setup
+# (the connect-ack it answers), which names the stage and the downstream node
+AGENT_PREFERRED = {"dn.pipeline.receive": "dn.pipeline.setup"}
+# Hadoop's NameNode answers complete() false until the last block's replicas are
+# reported, then true: how many false answers come first depends on timing, so the
+# answer picks the call out (the true one is the same call in every run)
+ADAPTED_WHERE = {"nn.file.complete": ("path", "ok"),
+                 # the agent's and the log's variants of one event name apart (the reason,
+                 # the stage): a hold at the agent's counts only its own (agent.HOLD_PINS)
+                 "dn.replica.state": ("block", "state", "reason"),
+                 "client.pipeline.error": ("block", "stage")}
+# log events the adapter holds back until the NameNode's handler thread logs its next
+# line (logmap.LogMapper.hold: a refused create logs the request line too), up to a
+# second: they carry the request line's time but reach the harness after the steps that
+# follow it, so a trigger at them would fire there (the agent has no rule for them yet)
+HELD_LOG_EVENTS = frozenset({"nn.file.create", "nn.file.append"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,23 +166,76 @@ def run_start_ts(events: Iterable[dict]) -> float:
     return starts[0] if starts else 0.0
 
 
+def hadoop_view(events: list[dict]) -> list[dict]:
+    """The events of a Hadoop run as points see them (the module's docstring): a log
+    event the agent also reports is left out, an agent event's writer and upstream are
+    named as nodes. Events of other sources are returned as they are."""
+    if not any(e.get("source") in ADAPTED_SOURCES for e in events):
+        return events
+    agent_steps = {(e.get("event"), e.get("node"), e.get("block")) for e in events
+                   if e.get("source") == AGENT_SOURCE}
+    holders = {e["holder"]: e["node"] for e in events
+               if e.get("event") == "client.start" and e.get("holder")}
+    nodes = {e.get("node") for e in events} - {None, "harness"}
+    pipeline_of: dict = {}          # block -> its pipeline, as last allocated / set up
+    out = []
+    for e in events:
+        name, source = e.get("event"), e.get("source")
+        if name in ("nn.block.allocate", "nn.block.update_pipeline", "client.pipeline.setup") \
+                and e.get("pipeline") and e.get("block") is not None:
+            pipeline_of[e["block"]] = list(e["pipeline"])
+        if source == "hadoop-log" and name in AGENT_PREFERRED and \
+                (AGENT_PREFERRED[name], e.get("node"), e.get("block")) in agent_steps:
+            continue
+        if source not in ADAPTED_SOURCES:
+            out.append(e)
+            continue
+        e = dict(e)
+        if e.get("upstream") is not None and e["upstream"] not in nodes:
+            e["upstream"] = holders.get(e["upstream"])        # a DFSClient name, or a socket
+        if source == AGENT_SOURCE and name == "dn.pipeline.setup":
+            pipeline = e.get("pipeline") or pipeline_of.get(e.get("block"))
+            if pipeline and e.get("node") in pipeline:
+                e["pipeline"] = pipeline
+                i = pipeline.index(e["node"])
+                if i > 0:
+                    e["upstream"] = pipeline[i - 1]
+        out.append(e)
+    return out
+
+
+def _untrusted(e: dict) -> bool:
+    """An event a trigger cannot wait for at its time: one the log adapter makes from
+    another line than the step's (`inferred`), one it holds back (HELD_LOG_EVENTS), and
+    one of the harness's own. The agent's joined events (the entry and exit of
+    one call, e.g. nn.lease.recover) are kept: they carry the entry's time and reach the
+    harness at the exit, as the log's line of the same call does, so a fault at them
+    fires after the call, in every run alike."""
+    return bool(e.get("inferred")) or e.get("role") == "harness" or \
+        (e.get("source") == "hadoop-log" and e.get("event") in HELD_LOG_EVENTS)
+
+
 def extract_points(events: list[dict], start_ts: float | None = None) -> list[FailurePoint]:
     """The failure points of a run, in the order they happened."""
     if start_ts is None:
         start_ts = run_start_ts(events)
+    events = hadoop_view(events)
     counts: dict[tuple, int] = {}
     found: list[tuple[dict, tuple, int]] = []
     for e in events:
         name = e.get("event")
-        if name not in POINT_EVENTS or e["ts"] < start_ts or e.get("role") == "harness":
+        if name not in POINT_EVENTS or e["ts"] < start_ts or _untrusted(e):
             continue
-        where = tuple((f, _freeze(e[f])) for f in POINT_EVENTS[name] if e.get(f) is not None)
+        adapted = e.get("source") in ADAPTED_SOURCES
+        keys = ADAPTED_WHERE.get(name, POINT_EVENTS[name]) if adapted else POINT_EVENTS[name]
+        where = tuple((f, _freeze(e[f])) for f in keys if e.get(f) is not None)
         group = (name, e.get("node"), where)
         counts[group] = counts.get(group, 0) + 1
         found.append((e, group, counts[group]))
     points = []
     for e, group, nth in found:
-        if group[0] == "client.ack" and not _sampled(nth, counts[group]):
+        if group[0] == "client.ack" and not _sampled(nth, counts[group],
+                                                     e.get("source") in ADAPTED_SOURCES):
             continue
         fields = tuple(sorted((k, _freeze(e[k])) for k in
                               ("pipeline", "upstream", "downstream", "primary", "dn", "bad_node",
@@ -164,6 +245,10 @@ def extract_points(events: list[dict], start_ts: float | None = None) -> list[Fa
     return points
 
 
-def _sampled(nth: int, total: int) -> bool:
-    """The first, the middle and the last ack of a block."""
-    return nth in {1, (total + 1) // 2, total} if ACK_SAMPLES == 3 else True
+def _sampled(nth: int, total: int, adapted: bool = False) -> bool:
+    """The first, the middle and the last ack of a block. Not the last on Hadoop: its
+    client acks as many packets as its hflushes and timing cut (3 or 4 for one block of
+    the same run), so the last of one run may never come in the next."""
+    if ACK_SAMPLES != 3:
+        return True
+    return nth in ({1, (total + 1) // 2} if adapted else {1, (total + 1) // 2, total})

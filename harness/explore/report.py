@@ -24,16 +24,22 @@ def summary_numbers(state: ExploreState) -> dict:
     elapsed = max(state.elapsed, 1e-6)
     split: dict[str, float] = {}
     timed = [r["timings"] for r in results if r.get("timings")]
-    for key in ("start", "workload", "recovery_wait", "quiescence", "stop"):
+    # format and daemons are parts of start (Hadoop), client_jvm of workload
+    for key in ("start", "format", "daemons", "workload", "client_jvm", "recovery_wait",
+                "quiescence", "stop"):
         vals = [t[key] for t in timed if key in t]
         if vals:
             split[key] = round(statistics.median(vals), 2)
+    walls = [r["wall"] for r in results if isinstance(r.get("wall"), (int, float))]
+    if walls:
+        split["run (wall)"] = round(statistics.median(walls), 2)
     if state.verified:
         split["verify (per run, batched)"] = round(state.verify_s / state.verified, 2)
     return {"schedules": len(results), "explored": len(explored), "depth1": len(d1),
             "depth2": len(explored) - len(d1), "space_depth1": state.space,
             "coverage_depth1": round(len(d1) / state.space, 3) if state.space else 0.0,
             "elapsed_s": round(elapsed, 1), "per_hour": round(len(results) / elapsed * 3600, 1),
+            "verified_per_hour": round(state.verified / elapsed * 3600, 1),
             "outcomes": dict(Counter(r["outcome"] for r in results)),
             "findings": len(state.findings), "median_split_s": split,
             "points": len(state.points)}

@@ -22,7 +22,7 @@ import dataclasses
 import hashlib
 import heapq
 import json
-from typing import Iterable
+from typing import Callable, Iterable
 
 import yaml
 
@@ -172,11 +172,13 @@ class Schedule:
                    d.get("parent"))
 
 
-def scenario_doc(base: dict, schedule: Schedule, name: str | None = None, exact: bool = True,
+def scenario_doc(base: dict, schedule: Schedule, name: str | None = None,
+                 exact: "bool | Callable[[FailurePoint], bool]" = True,
                  system: tuple[str, str | None] | None = None) -> dict:
     """The scenario of `schedule`: the base's cluster and workload (sizes scaled), its
     own faults kept, the schedule's faults added with exact triggers (plain event
-    triggers when `exact` is off: a system that cannot hold its processes), and `expect`
+    triggers when `exact` is off: a system that cannot hold its processes; `exact` may
+    also say it per point: Hadoop holds only at its agent's events), and `expect`
     the checks only (a fault may well make an operation fail: only the specifications
     judge). `system` (name, release) is written into `cluster`, so that the schedule
     runs alone on the system it was explored on."""
@@ -197,7 +199,8 @@ def scenario_doc(base: dict, schedule: Schedule, name: str | None = None, exact:
                 op["size"] = max(1, int(_bytes(op["size"]) * schedule.scale))
     faults = list(doc.get("faults") or [])
     for i, step in enumerate(schedule.steps, 1):
-        faults.append(step.fault.spec(f"x{i}", step.point.trigger(exact)))
+        at_point = exact(step.point) if callable(exact) else exact
+        faults.append(step.fault.spec(f"x{i}", step.point.trigger(at_point)))
     if faults:
         doc["faults"] = faults
     doc["expect"] = {"checks": "all"}

@@ -5,6 +5,7 @@ how a run is judged. Hand-written events; no cluster."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import yaml
@@ -292,8 +293,15 @@ def test_time_split_reads_the_phases_of_a_run(tmp_path):
     (tmp_path / "events" / "harness.jsonl").write_text("".join(json.dumps(e) + "\n" for e in h))
     (tmp_path / "events" / "c1.jsonl").write_text(json.dumps(
         ev(1.3, "c1", "client.op.end", op_id="w1")) + "\n")
+    # client_jvm: c1's first own event 0.2 s after the harness started it
     assert time_split(str(tmp_path)) == {"start": 1.1, "workload": 0.2, "recovery_wait": 0.2,
-                                         "quiescence": 1.5, "stop": 0.5}
+                                         "quiescence": 1.5, "stop": 0.5, "client_jvm": 0.2}
+    # a Hadoop run says how its start went: the format (a copy) and the daemons' JVMs
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "hadoop-start.json").write_text(json.dumps(
+        {"format": 0.01, "format_copied": True, "daemons": 0.9}))
+    split = time_split(str(tmp_path))
+    assert (split["format"], split["daemons"], split["start"]) == (0.01, 0.9, 1.1)
 
 
 def test_each_worker_draws_ports_from_its_own_slice(monkeypatch, tmp_path):
@@ -447,3 +455,27 @@ def test_a_registered_kind_with_explore_variants_is_explored_in_its_order(nudge_
                                  "at": p.trigger()}
     scenario = load_scenario_text(to_yaml(doc))
     assert isinstance(scenario.fault("x1"), nudge_kind) and scenario.fault("x1").gap == 2.0
+
+
+def test_each_run_records_its_share_of_the_verification_batch(tmp_path, monkeypatch):
+    import time as _time
+
+    from harness.explore.engine import Explorer
+    from harness.explore.report import summary_numbers
+    from harness.reconcile import api
+    from harness.reconcile.verdict import Verdict
+
+    def verify_runs(dirs):
+        _time.sleep(0.2)
+        return [Verdict(scenario=None, passed=True, run_dir=d) for d in dirs]
+
+    monkeypatch.setattr(api, "verify_runs", verify_runs)
+    base = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "explore-bases", "write-3-blocks.yaml")
+    x = Explorer(base, str(tmp_path / "out"), 60)
+    results = [{"run_dir": f"/r{i}", "status": "completed"} for i in range(2)]
+    x._verify(results)
+    assert all(0.1 <= r["verify"] <= 1.0 for r in results)
+    assert x.state.verified == 2
+    x.state.elapsed = 3600.0
+    assert summary_numbers(x.state)["verified_per_hour"] == 2.0

@@ -17,11 +17,14 @@ which leaves 127.1.x.y free for the proxies.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -42,6 +45,7 @@ ADMIN_CLASS = "org.apache.hadoop.hdfs.tools.DFSAdmin"
 DN_CLASS = "org.apache.hadoop.hdfs.server.datanode.DataNode"
 DOMAIN = "hdfs"
 AGENT_OUT_PROPERTY = "hdfs-chaos.agent.out"     # agent.OUT_PROPERTY: where a JVM's rules write
+START_TIMINGS = "hadoop-start.json"             # in logs/: the format's and the JVMs' seconds
 
 # Measured by benchmarks/bench_hadoop_start.py on 2 cores: C1 only (no C2 compiles of
 # start-up code nobody runs twice) and the serial collector (no GC threads to compete
@@ -221,13 +225,13 @@ class HadoopCluster:
                                 os.path.join(str(fetch.lib_dir(self.version)), "*")])
 
     def java_command(self, node: str, main: str, args: list[str] = (),
-                     extra_cp: list[str] = ()) -> list[str]:
+                     extra_cp: list[str] = (), agent: bool = True) -> list[str]:
         spec = self.nodes[node]
         os.makedirs(self.tmp_dir, exist_ok=True)
         # the agent goes into the cluster's and the workload's JVMs, not the harness's own
         # (dfsadmin, the state tool): their calls are no part of the run under test
         agent = [self.agent_flag, f"-D{AGENT_OUT_PROPERTY}={spec['agent_out']}"] \
-            if self.agent_flag and node != "harness" else []
+            if agent and self.agent_flag and node != "harness" else []
         if agent and self.hold_dir:
             extra_cp = [*extra_cp, self.hold_dir]
         # -Dhdfs-chaos-node names the JVM for the reaper (harness/backends/local.py _ours)
@@ -247,8 +251,16 @@ class HadoopCluster:
                                f"tools/setup.sh --hadoop {self.version}")
         for node in self.nodes:
             self.write_conf(node)
-        self.format()
+        t = time.monotonic()
+        formatted = self.format()
+        self.timings = {"format": round(time.monotonic() - t, 3), "format_copied": not formatted}
+        self._spawned = time.monotonic()
         self.start_node("nn")
+        # a DataNode whose first version request finds no NameNode sleeps 5 s before the
+        # next (3.x BPServiceActor.retrieveNamespaceInfo): the DataNodes start once the
+        # NameNode's RPC port is bound (after its image is loaded); their own JVM start
+        # covers the rest of the NameNode's
+        self._wait_nn_bound(timeout)
         for dn in self.datanodes():
             self.start_node(dn)
         self.save()
@@ -256,18 +268,72 @@ class HadoopCluster:
             self.wait_healthy(timeout)
         return self
 
-    def format(self) -> None:
-        """Formats the NameNode's storage, once: a restarted run keeps its namespace."""
+    def _wait_nn_bound(self, timeout: float) -> bool:
+        """Until the NameNode's RPC port takes a connection; fails at once with the log's
+        path if the NameNode exits. False when time ran out (wait_healthy then says why)."""
+        host, _, port = self.nodes["nn"]["rpc"].rpartition(":")
+
+        def bound() -> bool:
+            proc = self.procs.get("nn")
+            if proc is not None and proc.poll() is not None:
+                raise ClusterError(f"nn exited with code {proc.returncode}; see "
+                                   f"{self.nodes['nn']['stdout']} and {self.nodes['nn']['log']}")
+            try:
+                with socket.create_connection((host or "127.0.0.1", int(port)), timeout=0.5):
+                    return True
+            except OSError:
+                return False
+
+        return bool(wait_until(bound, timeout, 0.05))
+
+    def format(self) -> bool:
+        """Formats the NameNode's storage, once: a restarted run keeps its namespace. A
+        fresh storage is a copy of the release's formatted one for the same configuration
+        (`format_template`), formatted by a JVM only the first time: a format is a JVM
+        start per run, and its output (an empty fsimage, new ids) depends on no port or
+        path of the run. True when a JVM formatted it."""
         spec = self.nodes["nn"]
         if os.path.isfile(os.path.join(spec["storage"], "current", "VERSION")):
-            return
+            return False
+        template = self.format_template()
+        if os.path.isfile(os.path.join(template, "current", "VERSION")):
+            shutil.copytree(template, spec["storage"], dirs_exist_ok=True)
+            return False
         with open(spec["stdout"], "ab") as out:
+            # without the agent: the format JVM is no part of the run under test
             rc = subprocess.run(self.java_command("nn", NN_CLASS,
-                                                  ["-format", "-force", "-nonInteractive"]),
+                                                  ["-format", "-force", "-nonInteractive"],
+                                                  agent=False),
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=self.dir, timeout=120).returncode
         if rc != 0:
             raise ClusterError(f"NameNode -format failed (exit {rc}); see {spec['stdout']}")
+        self._keep_template(spec["storage"], template)
+        return True
+
+    def format_template(self) -> str:
+        """Where the formatted NameNode storage of this release and configuration is kept:
+        one folder per the configuration's keys (the scenario's and the base ones)."""
+        digest = hashlib.sha256(json.dumps(sorted(self.props.items()), default=str).encode())
+        return os.path.join(str(fetch.release_dir(self.version)), "formatted-nn",
+                            digest.hexdigest()[:12])
+
+    @staticmethod
+    def _keep_template(storage: str, template: str) -> None:
+        """Copy a just-formatted storage to `template`, atomically: two runs formatting at
+        once each copy to a folder of their own and the first rename wins."""
+        parent = os.path.dirname(template)
+        try:
+            os.makedirs(parent, exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+            shutil.copytree(storage, tmp, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("in_use.lock"))
+            try:
+                os.rename(tmp, template)
+            except OSError:         # another run kept its copy first
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError:             # no cache to keep it in: the next run formats again
+            pass
 
     def start_node(self, node: str) -> None:
         spec = self.nodes[node]
@@ -388,6 +454,19 @@ class HadoopCluster:
     def pids(self) -> list[int]:
         return [s["pid"] for s in self.nodes.values() if s.get("pid")]
 
+    def _record_start_timings(self) -> None:
+        """How the cluster's start went (logs/hadoop-start.json, kept with the run): the
+        format (a copy or a JVM) and the daemons' JVMs from spawn to all live."""
+        if getattr(self, "_spawned", None) is None or not hasattr(self, "timings"):
+            return
+        self.timings["daemons"] = round(time.monotonic() - self._spawned, 3)
+        self._spawned = None        # a later wait (a restart) is no start
+        try:
+            with open(os.path.join(self.logs_dir, START_TIMINGS), "w") as f:
+                json.dump(self.timings, f)
+        except OSError:
+            pass
+
     def save(self) -> None:
         os.makedirs(self.dir, exist_ok=True)
         doc = {"dir": self.dir, "version": self.version, "fs": self.fs_uri, "nodes": self.nodes}
@@ -441,6 +520,7 @@ class HadoopCluster:
                 return False
 
         if wait_until(ready, timeout, 0.2):
+            self._record_start_timings()
             return time.monotonic() - start
         raise ClusterError(f"hadoop cluster not ready within {timeout:.0f}s: {why}")
 

@@ -153,9 +153,11 @@ def namenode_view(cluster, read_back: bool = True, client_id: str = "harness",
     return doc
 
 
-def final_state(cluster, read_back: bool = True) -> dict:
-    """final_state.json: files, leases, every DataNode's replicas, each file read back."""
-    view = namenode_view(cluster, read_back=read_back)
+def final_state(cluster, read_back: bool = True, view: dict | None = None) -> dict:
+    """final_state.json: files, leases, every DataNode's replicas, each file read back.
+    `view`: a namenode_view of the same state taken already (read back if `read_back`)."""
+    if view is None:
+        view = namenode_view(cluster, read_back=read_back)
     datanodes = {dn: scan_storage(cluster.nodes[dn]["storage"]) for dn in cluster.datanodes()}
     return {"files": view["files"], "leases": view["leases"], "datanodes": datanodes,
             "datanode_report": view.get("datanode_report", []),
