@@ -248,29 +248,32 @@ def _toxiproxy() -> None:
                            f"(--spark-toxiproxy PATH) or put it on the executors' PATH")
 
 
-def _java(system: str) -> None:
-    if system != "hadoop":
+def _java(system) -> None:
+    if not system.capabilities().needs_java:
         return
     home = os.environ.get("JAVA_HOME")
     if shutil.which("java") or (home and os.access(os.path.join(home, "bin", "java"), os.X_OK)):
         return
-    raise MissingPiece(f"{MISSING} {_host()} has no java for the Hadoop daemons: install "
-                       f"Java 11+ on the executors or set JAVA_HOME there")
+    raise MissingPiece(f"{MISSING} {_host()} has no java for the {system.name} daemons: "
+                       f"install Java 11+ on the executors or set JAVA_HOME there")
 
 
-def _prepare(yaml_path: str, system: str) -> None:
+def _system_of(payload: dict):
+    """The system (and release) a schedule's run uses, as its scenario names it."""
+    from harness.systems import get_system
+    return get_system(payload["system"], payload.get("version"))
+
+
+def _prepare(system) -> None:
     """What the system builds once per machine (Hadoop's jars and client), under a lock:
     two tasks of one machine would write the same files."""
-    if system != "hadoop":
-        return
-    from harness.scenario import load_scenario
-    from harness.systems import SystemError_, system_of
+    from harness.systems import SystemError_
     lock_dir = os.path.join(os.path.expanduser("~"), ".cache", "hdfs-chaos")
     os.makedirs(lock_dir, exist_ok=True)
     with open(os.path.join(lock_dir, ".spark-prepare.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            system_of(load_scenario(yaml_path)).prepare()
+            system.prepare()
         except SystemError_ as e:
             raise MissingPiece(f"{MISSING} {_host()}: {e}") from None
 
@@ -290,13 +293,14 @@ def run_task(payload: dict, root: str) -> dict:
     from harness.systems.minihdfs import use_package_root
     use_package_root(root)        # the cluster's processes import the shipped mini-HDFS
     _toxiproxy()
-    _java(payload["system"])
+    system = _system_of(payload)
+    _java(system)
     work = tempfile.mkdtemp(prefix=f"hdfs-chaos-{name[-24:]}-")
     try:
         path = os.path.join(work, payload["file"])
         with open(path, "w") as f:
             f.write(payload["yaml"])
-        _prepare(path, payload["system"])
+        _prepare(system)
         module = __import__(payload["module"], fromlist=[payload["function"]])
         result = getattr(module, payload["function"])(path, os.path.join(work, "runs"))
         result = dict(result, host=_host(), attempt=tag, project=root)
@@ -372,9 +376,10 @@ class SparkPool:
             text = f.read()
         doc = yaml.safe_load(text) or {}
         name = str(doc.get("name") or os.path.splitext(os.path.basename(yaml_path))[0])
-        system = str((doc.get("cluster") or {}).get("system") or "minihdfs")
+        cluster = doc.get("cluster") or {}
+        system = str(cluster.get("system") or "minihdfs")
         return {"yaml": text, "file": os.path.basename(yaml_path), "name": name,
-                "dest": results_dir, "system": system,
+                "dest": results_dir, "system": system, "version": cluster.get("hadoop_version"),
                 "module": fn.__module__, "function": fn.__qualname__}
 
     def submit(self, fn, yaml_path: str, results_dir: str) -> cf.Future:

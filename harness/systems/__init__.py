@@ -78,12 +78,15 @@ class Capabilities:
     unobservable: check id -> why its events cannot feed that check (the verifier
         reports the check as a skip with this reason);
     refused_config: configuration key -> why it refuses the key whatever its value
-        (a value it cannot honour is `SystemUnderTest.config_issues`)."""
+        (a value it cannot honour is `SystemUnderTest.config_issues`);
+    needs_java: its daemons and clients are JVMs, so a machine that runs it needs java
+        (an explorer's Spark executor checks this before a run)."""
 
     exact_injection: bool = False
     backends: frozenset[str] = frozenset({"local"})
     unobservable: Mapping[str, str] = dataclasses.field(default_factory=dict)
     refused_config: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    needs_java: bool = False
 
     def backend_refusal(self, system: str, backend: str) -> str | None:
         """Why `system` does not run on `backend`, or None."""

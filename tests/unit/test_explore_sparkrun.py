@@ -160,7 +160,7 @@ def test_run_task_for_hadoop_without_java_names_java(tmp_path, monkeypatch):
     monkeypatch.delenv("JAVA_HOME", raising=False)
     from minihdfs import cluster as local_cluster
     monkeypatch.setattr(local_cluster, "PACKAGE_ROOT", local_cluster.PACKAGE_ROOT)
-    with pytest.raises(MissingPiece, match="no java for the Hadoop daemons"):
+    with pytest.raises(MissingPiece, match="no java for the hadoop daemons"):
         run_task(_payload(str(tmp_path / "runs"), system="hadoop"), ROOT)
 
 

@@ -72,7 +72,7 @@ class Hadoop(SystemUnderTest):
             why = logmap.skip_reason(check, self.version, agent=agent)
             if why is not None:
                 unobservable[check] = why
-        return Capabilities(exact_injection=agent, backends=frozenset({"local"}),
+        return Capabilities(exact_injection=agent, backends=frozenset({"local"}), needs_java=True,
                             unobservable=unobservable)
 
     def config_issues(self, config) -> list[str]:
