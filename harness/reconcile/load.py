@@ -59,7 +59,7 @@ from hdfs_contract.config import Config, ConfigError
 from .schema import (BULK_EVENTS, CORRUPT, ENVELOPE, EVENT_SCHEMA, FIELDS,
                      FINAL_STATE_SCHEMA, KNOWN_FIELDS, NARROW_SCHEMA)
 from .session import default_parallelism, get_spark, is_local
-from .sparkjvm import cached_leaf, has_jvm, release
+from .sparkjvm import cached_leaf, release
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class RunSet:
 
     def __init__(self, spark: SparkSession, runs: dict[str, RunInfo], files: list[tuple],
                  final: DataFrame, keep_raw: bool = False, rare_partitions: int | None = None,
-                 columnar: bool = True, keep_memos: bool | None = None):
+                 columnar: bool = True):
         self.spark = spark
         self.runs = runs
         self.keep_raw = keep_raw
@@ -105,11 +105,6 @@ class RunSet:
         self._memo: dict[str, DataFrame] = {}
         self._memo_locks: dict[str, threading.RLock] = {}
         self._lock = threading.Lock()
-        # Through Spark Connect the checks are collected in one query (checks.run_checks):
-        # a derived table kept on its own would be a job and a round trip of its own,
-        # while in the one query Spark computes a subplan shared by several checks once
-        # (exchange reuse). A local session runs a job per check and keeps them.
-        self.keep_memos = has_jvm(spark) if keep_memos is None else keep_memos
         # the one pass over every line (module docstring), at full parallelism
         fold = self._cache(_fold(_narrow_lines(_read_text(spark, files))))
         fold.count()
@@ -240,8 +235,6 @@ class RunSet:
         """A derived DataFrame shared by several checks, computed once and kept. Checks
         run in several threads: the first to ask for a table builds it, the others wait
         for that one only."""
-        if not self.keep_memos:
-            return self._memo_of(key, build)
         return self._memo_of(key, lambda: self._keep(build()))
 
     def _memo_of(self, key: str, make: Callable[[], DataFrame]) -> DataFrame:

@@ -98,7 +98,8 @@ def test_verdicts_through_the_server_are_the_local_ones(cli, tmp_path):
     assert remote.returncode == 1, remote.stderr
     for name, a, b in zip(names, local_dirs, remote_dirs):
         assert _statuses(a) == _statuses(b), name
-        # evidence too: the server collects every check in one query (checks._run_batched)
+        # evidence too: through the server each check is a DataFrame query of its own
+        # (checks._run_batched), on a local session a statement over temporary views
         assert _verdict(a) == _verdict(b), name
     # a verification through the server is a few requests, not one or more per check
     # and per derived table (some 140 execute requests on one run before)

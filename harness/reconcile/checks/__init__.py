@@ -24,7 +24,7 @@ from ..load import RunSet
 from ..sparkjvm import has_jvm
 from ..verdict import CheckResult
 from .block import check_b1, check_b2, check_b3, check_b4, check_b5, check_b6, check_h1
-from .common import Outcome, Starts, ident, union_all
+from .common import Outcome, Starts, ident
 from .data import check_d1, check_d2, check_d3, check_d4
 from .integrity import check_i1
 from .lease import (L2_STARTS, L4_STARTS, check_l1, check_l2, check_l3, check_l4, check_l5,
@@ -162,7 +162,7 @@ def run_checks(runs: RunSet, ids: list[str] | None = None,
     `threads` driver threads at once (HDFS_CHAOS_CHECK_THREADS, default 2): much of a
     check's time is spent planning it on the driver and in small stages that leave cores
     idle, which the other thread's job then uses. Through Spark Connect, where every
-    request is a round trip, the checks are collected in one query (_run_batched). A
+    request is a round trip, each check is one request (_run_batched). A
     check that crashes is reported as status `error` for every run, so one broken oracle
     cannot hide the others.
 
@@ -212,61 +212,31 @@ def _crashed(runs: RunSet, check: Check, exc: Exception) -> dict[str, CheckResul
 
 
 def _run_batched(runs: RunSet, selected: list[Check], starts: dict[str, float],
-                 threads: int, union: bool = True
-                 ) -> list[tuple[dict[str, CheckResult], float]]:
-    """The checks through Spark Connect: every check's result rows (_result_frame) in
-    one union, collected in one request, where each check collected alone costs some
-    six round trips (plan, execute, fetch) and a job of its own on the server. Building
-    the checks' DataFrames is client-side work, in `threads` threads (the shared tables
-    they ask for are made on the server as they are first asked for). If the union fails
-    (or without `union`), each check is collected alone, so that a crash is reported for
-    its own check only."""
-    def build(check: Check):
+                 threads: int) -> list[tuple[dict[str, CheckResult], float]]:
+    """The checks through Spark Connect: each check's result rows (_result_frame) built
+    with the DataFrame API and collected in one request, where the temporary views of
+    _result_rows cost five round trips more per check (make two views, run the
+    statement, drop both). `threads` checks at a time. One union of every check is no
+    faster: the server then plans it as one, slower than the parts."""
+    def one(check: Check) -> tuple[dict[str, CheckResult], float]:
         t0 = time.perf_counter()
         try:
-            return _result_frame(check.id, check.fn(runs)), time.perf_counter() - t0
-        except Exception as exc:
-            return _crashed(runs, check, exc), time.perf_counter() - t0
-
-    def pool_map(fn, items):
-        if threads > 1 and len(items) > 1:
-            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="check") as pool:
-                return list(pool.map(fn, items))
-        return [fn(x) for x in items]
-
-    built = pool_map(build, selected)
-    frames = [(c, f) for c, (f, _) in zip(selected, built) if not isinstance(f, dict)]
-    collected: dict[str, list] = {}
-    t0 = time.perf_counter()
-    if union and len(frames) > 1:
-        rows_of: dict[str, list] = {c.id: [] for c, _ in frames}
-        try:
-            for r in union_all([f for _, f in frames]).collect():
-                rows_of[r["check"]].append(r)
-            collected = rows_of
-        except Exception as exc:
-            log.warning("the checks' union failed (%s: %s); collecting each check alone",
-                        type(exc).__name__, str(exc).splitlines()[0][:200])
-    took = (time.perf_counter() - t0) / max(1, len(frames))
-
-    def finish(item):
-        check, (f, build_s) = item
-        if isinstance(f, dict):
-            return f, build_s
-        t1 = time.perf_counter()
-        try:
-            rows = collected[check.id] if check.id in collected else f.collect()
+            rows = _result_frame(check.id, check.fn(runs)).collect()
             res = _results_from_rows(check.id, rows, starts)
-        except Exception as exc:
+        except Exception as exc:    # a broken oracle must not hide the others
             res = _crashed(runs, check, exc)
-        return res, build_s + took + time.perf_counter() - t1
-    return pool_map(finish, list(zip(selected, built)))
+        return res, time.perf_counter() - t0
+
+    if threads > 1 and len(selected) > 1:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="check") as pool:
+            return list(pool.map(one, selected))
+    return [one(c) for c in selected]
 
 
 def _result_frame(check_id: str, outcome: Outcome) -> DataFrame:
-    """_result_rows' statement built with the DataFrame API, with the check's id in
-    `check`: on Spark Connect a DataFrame is a plan built on the client, sent once with
-    the query, where the temporary views cost a round trip each to make and to drop."""
+    """_result_rows' statement built with the DataFrame API (and the check's id in
+    `check`): on Spark Connect a DataFrame is a plan built on the client, sent once with
+    the query."""
     by_run = Window.partitionBy("run_id")
     order = by_run.orderBy(F.col("ts").asc_nulls_last(), F.col("node").asc_nulls_first(),
                            F.col("event").asc_nulls_first(), F.col("why").asc_nulls_first())
