@@ -128,8 +128,9 @@ def conf_swap(spark, settings: dict[str, str]) -> dict[str, str | None]:
     (None: not set). Through Spark Connect every `conf.get` and `conf.set` is a round
     trip: there the whole lot is read in one request and set in another, with the
     client's config request, which takes many keys where the public API takes one."""
-    client = getattr(spark, "client", None)
-    if has_jvm(spark) or client is None or not hasattr(client, "config"):
+    # a classic session's `client` raises: asked only without a JVM
+    client = None if has_jvm(spark) else getattr(spark, "client", None)
+    if client is None or not hasattr(client, "config"):
         before = {k: spark.conf.get(k, None) for k in settings}
         for k, v in settings.items():
             spark.conf.set(k, v)
@@ -145,8 +146,9 @@ def conf_swap(spark, settings: dict[str, str]) -> dict[str, str | None]:
 def conf_restore(spark, values: dict[str, str | None]) -> None:
     """Set each key of `values` to its value, or unset it where the value is None
     (conf_swap's result): in two requests at most through Spark Connect."""
-    client = getattr(spark, "client", None)
-    if has_jvm(spark) or client is None or not hasattr(client, "config"):
+    # a classic session's `client` raises: asked only without a JVM
+    client = None if has_jvm(spark) else getattr(spark, "client", None)
+    if client is None or not hasattr(client, "config"):
         for k, v in values.items():
             if v is None:
                 spark.conf.unset(k)
