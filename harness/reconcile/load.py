@@ -59,7 +59,7 @@ from hdfs_contract.config import Config, ConfigError
 from .schema import (BULK_EVENTS, CORRUPT, ENVELOPE, EVENT_SCHEMA, FIELDS,
                      FINAL_STATE_SCHEMA, KNOWN_FIELDS, NARROW_SCHEMA)
 from .session import default_parallelism, get_spark, is_local
-from .sparkjvm import cached_leaf, release
+from .sparkjvm import cached_leaf, has_jvm, release
 
 log = logging.getLogger(__name__)
 
@@ -249,11 +249,18 @@ class RunSet:
         """Release every kept DataFrame of these runs (their blocks leave memory and disk
         now, not whenever the JVM collects garbage)."""
         wait([self._rare_built])
-        for df in self._cached:
+
+        def free(df):
             try:
                 release(df)
             except Exception:
                 pass
+        if has_jvm(self.spark):
+            for df in self._cached:
+                free(df)
+        else:   # through Spark Connect a release is a round trip: some 25 of them at once
+            with ThreadPoolExecutor(max_workers=8, thread_name_prefix="release") as pool:
+                list(pool.map(free, self._cached))
         self._cached.clear()
         self._memo.clear()
 

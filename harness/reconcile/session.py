@@ -14,7 +14,8 @@ import os
 import sys
 import threading
 
-from .sparkjvm import cds_options, detach_accumulator_server, launch_jvm_logging_to
+from .sparkjvm import (cds_options, conf_restore, conf_swap, detach_accumulator_server,
+                       launch_jvm_logging_to)
 
 DEFAULT_MASTER = "local[2]"
 _lock = threading.Lock()
@@ -203,7 +204,14 @@ def master_of(spark) -> str:
     """The master URL `spark` runs on: its context's, or the server's for Spark Connect."""
     if getattr(spark, "_sc", None) is not None:
         return spark.sparkContext.master
-    return str(spark.conf.get("spark.master", ""))
+    # through Spark Connect a round trip: asked once per session
+    known = _remote_masters.get(id(spark))
+    if known is None or known[0] is not spark:
+        known = _remote_masters[id(spark)] = (spark, str(spark.conf.get("spark.master", "")))
+    return known[1]
+
+
+_remote_masters: dict[int, tuple] = {}
 
 
 def default_parallelism(spark) -> int:
@@ -216,17 +224,11 @@ def default_parallelism(spark) -> int:
 @contextlib.contextmanager
 def session_conf(spark, settings: dict[str, str]):
     """Runtime SQL settings for the duration of a block, restored after it."""
-    before = {k: spark.conf.get(k, None) for k in settings}
-    for k, v in settings.items():
-        spark.conf.set(k, v)
+    before = conf_swap(spark, settings)
     try:
         yield
     finally:
-        for k, v in before.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+        conf_restore(spark, before)
 
 
 # The checks run a few hundred small queries over small tables (the protocol events; the

@@ -29,6 +29,8 @@ PRIVATE_PYTHON_ATTRIBUTES = (
     ("pyspark.SparkContext", "_gateway"),
     ("pyspark.SparkContext", "_ensure_initialized"),
     ("pyspark.sql.SparkSession.Builder", "_options"),
+    ("pyspark.sql.connect.session.SparkSession", "client"),
+    ("pyspark.sql.connect.client.SparkConnectClient", "config"),
 )
 
 
@@ -119,3 +121,44 @@ def jvm_process(spark):
     """The Popen of the JVM that `spark` runs in (None when PySpark did not start it)."""
     gateway = getattr(spark.sparkContext, "_gateway", None)
     return getattr(gateway, "proc", None)
+
+
+def conf_swap(spark, settings: dict[str, str]) -> dict[str, str | None]:
+    """Set `settings` in `spark`'s runtime configuration; returns the values they had
+    (None: not set). Through Spark Connect every `conf.get` and `conf.set` is a round
+    trip: there the whole lot is read in one request and set in another, with the
+    client's config request, which takes many keys where the public API takes one."""
+    # a classic session's `client` raises: asked only without a JVM
+    client = None if has_jvm(spark) else getattr(spark, "client", None)
+    if client is None or not hasattr(client, "config"):
+        before = {k: spark.conf.get(k, None) for k in settings}
+        for k, v in settings.items():
+            spark.conf.set(k, v)
+        return before
+    from pyspark.sql.connect import proto
+    get = proto.ConfigRequest.GetWithDefault(pairs=[proto.KeyValue(key=k) for k in settings])
+    got = client.config(proto.ConfigRequest.Operation(get_with_default=get)).pairs
+    before = {k: v for k, v in got}
+    conf_restore(spark, dict(settings))
+    return before
+
+
+def conf_restore(spark, values: dict[str, str | None]) -> None:
+    """Set each key of `values` to its value, or unset it where the value is None
+    (conf_swap's result): in two requests at most through Spark Connect."""
+    # a classic session's `client` raises: asked only without a JVM
+    client = None if has_jvm(spark) else getattr(spark, "client", None)
+    if client is None or not hasattr(client, "config"):
+        for k, v in values.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+        return
+    from pyspark.sql.connect import proto
+    pairs = [proto.KeyValue(key=k, value=v) for k, v in values.items() if v is not None]
+    unset = [k for k, v in values.items() if v is None]
+    if pairs:
+        client.config(proto.ConfigRequest.Operation(set=proto.ConfigRequest.Set(pairs=pairs)))
+    if unset:
+        client.config(proto.ConfigRequest.Operation(unset=proto.ConfigRequest.Unset(keys=unset)))

@@ -36,6 +36,30 @@ def _statuses(run_dir: str) -> dict[str, str]:
             **{c["id"]: c["status"] for c in verdict["checks"]}}
 
 
+def _verdict(run_dir: str) -> dict:
+    with open(os.path.join(run_dir, "verdict.json")) as f:
+        return json.load(f)
+
+
+# verifies the runs given through HDFS_CHAOS_SPARK_REMOTE and prints how many plans the
+# client sent the server to execute (queries, and commands such as a view or checkpoint)
+_COUNT_REQUESTS = """
+import sys
+from pyspark.sql.connect.client.core import SparkConnectClient as C
+n = [0]
+def counted(fn):
+    def call(self, *a, **k):
+        n[0] += 1
+        return fn(self, *a, **k)
+    return call
+C._execute_and_fetch = counted(C._execute_and_fetch)
+C._execute = counted(C._execute)
+from harness.reconcile.api import verify_runs
+verify_runs(sys.argv[1:])
+print(n[0])
+"""
+
+
 @pytest.fixture()
 def cli(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
@@ -74,6 +98,19 @@ def test_verdicts_through_the_server_are_the_local_ones(cli, tmp_path):
     assert remote.returncode == 1, remote.stderr
     for name, a, b in zip(names, local_dirs, remote_dirs):
         assert _statuses(a) == _statuses(b), name
+        # evidence too: through the server each check is a DataFrame query of its own
+        # (checks._run_batched), on a local session a statement over temporary views
+        assert _verdict(a) == _verdict(b), name
+    # a verification through the server is one request per check and per derived table,
+    # not six per check (some 140 execute requests on one recorded run before, 60 now)
+    count = subprocess.run(
+        [sys.executable, "-c", _COUNT_REQUESTS, *remote_dirs[:1]], capture_output=True,
+        text=True, cwd=ROOT, timeout=600,
+        env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                 HDFS_CHAOS_SPARK_REMOTE=f"sc://127.0.0.1:{port}"))
+    assert count.returncode == 0, count.stderr
+    executed = int(count.stdout.split()[-1])
+    assert executed <= 80, count.stdout
     # the remote verify ran no JVM of its own: it wrote no Spark log beside the runs
     assert os.path.exists(os.path.join(tmp_path, "local", "spark.log"))
     assert not os.path.exists(os.path.join(tmp_path, "remote", "spark.log"))

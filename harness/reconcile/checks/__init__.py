@@ -18,9 +18,10 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, Window, functions as F
 
 from ..load import RunSet
+from ..sparkjvm import has_jvm
 from ..verdict import CheckResult
 from .block import check_b1, check_b2, check_b3, check_b4, check_b5, check_b6, check_h1
 from .common import Outcome, Starts, ident
@@ -156,12 +157,14 @@ def run_checks(runs: RunSet, ids: list[str] | None = None,
     """Every check (or those in `ids`) over every run: {run_id: [CheckResult...]} in
     CHECKS order.
 
-    Each check is one Spark job over all runs (one giant union of all checks plans far
-    slower under adaptive execution). The jobs are submitted from `threads` driver
-    threads at once (HDFS_CHAOS_CHECK_THREADS, default 2): much of a check's time is
-    spent planning it on the driver and in small stages that leave cores idle, which the
-    other thread's job then uses. A check that crashes is reported as status `error` for
-    every run, so one broken oracle cannot hide the others.
+    In a local session each check is one Spark job over all runs (one giant union of
+    all checks plans far slower under adaptive execution). The jobs are submitted from
+    `threads` driver threads at once (HDFS_CHAOS_CHECK_THREADS, default 2): much of a
+    check's time is spent planning it on the driver and in small stages that leave cores
+    idle, which the other thread's job then uses. Through Spark Connect, where every
+    request is a round trip, each check is one request (_run_batched). A
+    check that crashes is reported as status `error` for every run, so one broken oracle
+    cannot hide the others.
 
     With `gate`, a check whose `needs` no run meets is not built at all: it skips in
     every run, as it would have (planning a check costs about half a second of driver
@@ -183,28 +186,10 @@ def run_checks(runs: RunSet, ids: list[str] | None = None,
     selected = [c for c in selected if c.id in possible]
 
     starts = _run_starts(runs) if selected else {}
-
-    def one(check: Check) -> tuple[dict[str, CheckResult], float]:
-        t0 = time.perf_counter()
-        views = ()
-        try:
-            rows, views = _result_rows(runs, check)
-            res = _results_from_rows(check.id, rows.collect(), starts)
-        except Exception as exc:  # a broken oracle must not hide the others
-            msg = f"check crashed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
-            log.error("check %s crashed: %s", check.id, msg)
-            tb = traceback.format_exc().splitlines()[-3:]
-            res = {rid: CheckResult(check.id, "error", [{"why": msg, "trace": tb}])
-                   for rid in runs.runs}
-        finally:
-            _drop_views(runs, views)
-        return res, time.perf_counter() - t0
-
-    if threads > 1 and len(selected) > 1:
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="check") as pool:
-            done = list(pool.map(one, selected))
+    if selected and not has_jvm(runs.spark):
+        done = _run_batched(runs, selected, starts, threads)
     else:
-        done = [one(c) for c in selected]
+        done = _run_each(runs, selected, starts, threads)
     per_check = {c.id: res for c, (res, _) in zip(selected, done)}
     per_check.update({c.id: {} for c in unneeded})
     if timings is not None:
@@ -214,6 +199,82 @@ def run_checks(runs: RunSet, ids: list[str] | None = None,
     for rid in runs.runs:
         out[rid] = [per_check[i].get(rid) or CheckResult(i, "skip", []) for i in order]
     return out
+
+
+def _crashed(runs: RunSet, check: Check, exc: Exception) -> dict[str, CheckResult]:
+    """Status `error` in every run for a check that crashed (a broken oracle must not
+    hide the others)."""
+    msg = f"check crashed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+    log.error("check %s crashed: %s", check.id, msg)
+    tb = traceback.format_exc().splitlines()[-3:]
+    return {rid: CheckResult(check.id, "error", [{"why": msg, "trace": tb}])
+            for rid in runs.runs}
+
+
+def _run_batched(runs: RunSet, selected: list[Check], starts: dict[str, float],
+                 threads: int) -> list[tuple[dict[str, CheckResult], float]]:
+    """The checks through Spark Connect: each check's result rows (_result_frame) built
+    with the DataFrame API and collected in one request, where the temporary views of
+    _result_rows cost five round trips more per check (make two views, run the
+    statement, drop both). `threads` checks at a time. One union of every check is no
+    faster: the server then plans it as one, slower than the parts."""
+    def one(check: Check) -> tuple[dict[str, CheckResult], float]:
+        t0 = time.perf_counter()
+        try:
+            rows = _result_frame(check.id, check.fn(runs)).collect()
+            res = _results_from_rows(check.id, rows, starts)
+        except Exception as exc:    # a broken oracle must not hide the others
+            res = _crashed(runs, check, exc)
+        return res, time.perf_counter() - t0
+
+    if threads > 1 and len(selected) > 1:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="check") as pool:
+            return list(pool.map(one, selected))
+    return [one(c) for c in selected]
+
+
+def _result_frame(check_id: str, outcome: Outcome) -> DataFrame:
+    """_result_rows' statement built with the DataFrame API (and the check's id in
+    `check`): on Spark Connect a DataFrame is a plan built on the client, sent once with
+    the query."""
+    by_run = Window.partitionBy("run_id")
+    order = by_run.orderBy(F.col("ts").asc_nulls_last(), F.col("node").asc_nulls_first(),
+                           F.col("event").asc_nulls_first(), F.col("why").asc_nulls_first())
+    viol = (outcome.violations
+            .select("run_id", "ts", "node", "event", "why", "fields",
+                    F.row_number().over(order).alias("rn"),
+                    F.count(F.lit(1)).over(by_run).alias("n"))
+            .filter(F.col("rn") <= MAX_EVIDENCE)
+            .select(F.lit(check_id).alias("check"), "run_id", F.lit(1).alias("kind"),
+                    "rn", "n", "ts", "node", "event", "why", "fields"))
+    ex = outcome.exercised.select(
+        F.lit(check_id).alias("check"), "run_id", F.lit(0).alias("kind"),
+        F.lit(None).cast("int").alias("rn"), F.lit(None).cast("bigint").alias("n"),
+        F.lit(None).cast("double").alias("ts"), F.lit(None).cast("string").alias("node"),
+        F.lit(None).cast("string").alias("event"), F.lit(None).cast("string").alias("why"),
+        F.lit(None).cast("string").alias("fields"))
+    return viol.unionByName(ex)
+
+
+def _run_each(runs: RunSet, selected: list[Check], starts: dict[str, float],
+              threads: int) -> list[tuple[dict[str, CheckResult], float]]:
+    """The checks one job each (a local session), `threads` at a time."""
+    def one(check: Check) -> tuple[dict[str, CheckResult], float]:
+        t0 = time.perf_counter()
+        views = ()
+        try:
+            rows, views = _result_rows(runs, check)
+            res = _results_from_rows(check.id, rows.collect(), starts)
+        except Exception as exc:  # a broken oracle must not hide the others
+            res = _crashed(runs, check, exc)
+        finally:
+            _drop_views(runs, views)
+        return res, time.perf_counter() - t0
+
+    if threads > 1 and len(selected) > 1:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="check") as pool:
+            return list(pool.map(one, selected))
+    return [one(c) for c in selected]
 
 
 _views = itertools.count()
