@@ -109,7 +109,7 @@ def no_agent_base(tmp_path) -> str:
     """explore-bases/hadoop-write.yaml without the agent: no exact injection on Hadoop."""
     with open(HADOOP_BASE) as f:
         doc = yaml.safe_load(f)
-    doc["cluster"].pop("hadoop_agent")
+    doc["cluster"]["hadoop_agent"] = False      # the agent is on by default on 3.x
     path = tmp_path / "hadoop-write-no-agent.yaml"
     path.write_text(yaml.safe_dump(doc))
     return str(path)
