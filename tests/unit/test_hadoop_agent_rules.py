@@ -369,3 +369,25 @@ def test_replica_reported_has_the_reported_length():
         "event": "nn.replica.reported", "dn": "dn2", "block": 1073741825, "gs": 1002,
         "len": 1048576, "state": "FINALIZED"}
     assert "nn.replica.reported" in agent.REPLACES["namenode"]
+
+
+def test_check_release_passes_a_release_and_names_what_a_build_lacks(monkeypatch):
+    """`python -m harness.systems.hadoop.agent VERSION`, what a user runs on their own
+    build: 0 on a release every rule fits, 1 with the missing member named when a
+    method is renamed, 2 for a line without rules."""
+    _classpath("3.4.2")
+    if not fetch.agent_jar().is_file():
+        pytest.skip(f"needs {fetch.agent_jar()}: tools/setup.sh --hadoop")
+    said: list[str] = []
+    assert agent.check_release("3.4.2", said.append) == 0
+    assert "every one placed" in said[-1]
+    table = agent.table_for("3.4.2")
+    renamed = dataclasses.replace(table[0], signature=table[0].signature
+                                  .replace("recoverLeaseInternal", "recoverLeaseInternal2"))
+    monkeypatch.setitem(agent.TABLES, "3.4", [renamed, *table[1:]])
+    said.clear()
+    assert agent.check_release("3.4.2", said.append) == 1
+    assert any("recoverLeaseInternal2" in s for s in said) and "1 problem" in said[-1]
+    said.clear()
+    assert agent.check_release("2.9.0", said.append) == 2
+    assert said == [s for s in said if "no rules for 2.9.0" in s]

@@ -852,3 +852,37 @@ _EVENTS = {"nn.file.close": _file_close, "nn.file.truncate": _file_truncate,
            "dn.pipeline.setup": _pipeline_setup, "nn.replica.reported": _replica_reported}
 # rules whose event another rule of the same name makes differently
 _BY_RULE = {"replica_loaded": _replica_loaded}
+
+
+# -- checking the rules against a build: python -m harness.systems.hadoop.agent VERSION ----
+
+def check_release(version: str, say=print) -> int:
+    """Fetch `version`'s jars (Maven Central, or the local Maven repository for a build
+    the user installed there) and check every rule of its line against them: the
+    members each rule needs (javap) and Byteman's type check of the whole script, hold
+    variants included. 0 when every rule can be placed, 1 when not, 2 for bad input."""
+    from . import fetch
+    try:
+        rules = table_for(version)
+        rel = fetch.fetch(version)
+        jar = str(fetch.fetch_agent())
+    except (ValueError, fetch.FetchError) as e:
+        say(f"hadoop agent: error: {e}")
+        return 2
+    cp = os.path.join(str(fetch.lib_dir(version)), "*")
+    held = {name for names in holdable(version).values() for name in names}
+    bad = missing_members(version, cp) or check_script(version, cp, jar, held)
+    for line in bad:
+        say(f"hadoop agent: {version}: {line}")
+    say(f"hadoop agent: {version} ({rel}): {len(rules)} rules, "
+        + ("every one placed and type-checked" if not bad else f"{len(bad)} problem(s)"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        print("usage: python -m harness.systems.hadoop.agent VERSION   (e.g. 3.4.2, or "
+              "3.4.3-SNAPSHOT after `mvn install` of your Hadoop build)", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(check_release(sys.argv[1]))
