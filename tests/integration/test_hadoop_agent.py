@@ -121,11 +121,22 @@ def test_agent_events_from_a_real_cluster(tmp_path):
         c.down()
 
 
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:     # finalized (moved) meanwhile
+        return 0
+
+
 def _rbw_holders(c: HadoopCluster) -> list[str]:
+    """The DataNodes holding an RBW replica with data in it: a replica only set up has
+    nothing acked yet, and a node lost then is no replacement case
+    (DataStreamer.addDatanode2ExistingPipeline returns when nothing was written)."""
     out = []
     for dn in c.datanodes():
         for root, _, files in os.walk(os.path.join(c.nodes[dn]["storage"], "current")):
-            if "rbw" in root and any(f.startswith("blk_") for f in files):
+            if "rbw" in root and any(f.startswith("blk_") and not f.endswith(".meta")
+                                     and _size(os.path.join(root, f)) > 0 for f in files):
                 out.append(dn)
                 break
     return out
