@@ -58,16 +58,22 @@ def _events(run_dir: str) -> dict[str, list[dict]]:
     return out
 
 
+def _held_run(text: str, name: str, tmp_path) -> tuple[dict, dict]:
+    """Run the scenario `text` on Hadoop; its event logs and its one hold release."""
+    outcome = run_unverified(load_scenario_text(text, name), results_dir=str(tmp_path),
+                             system="hadoop", hadoop_version=VERSION)
+    assert outcome.status == "completed", outcome.errors
+    logs = _events(outcome.run_dir)
+    release, = [e for e in logs["harness"] if e["event"] == "harness.hold.release"]
+    return logs, release
+
+
 def test_a_datanode_killed_while_held_at_replica_created_never_answers_the_setup(tmp_path):
     hs.fetched_or_skip(VERSION)
     if not fetch.agent_jar().is_file():
         pytest.skip(f"needs {fetch.agent_jar()}: python -m harness.systems.hadoop.fetch")
-    outcome = run_unverified(load_scenario_text(SCENARIO, "exact.yaml"),
-                             results_dir=str(tmp_path), system="hadoop", hadoop_version=VERSION)
-    assert outcome.status == "completed", outcome.errors
-    logs = _events(outcome.run_dir)
+    logs, release = _held_run(SCENARIO, "exact.yaml", tmp_path)
     harness = logs["harness"]
-    release, = [e for e in harness if e["event"] == "harness.hold.release"]
     assert (release["held_node"], release["held_event"], release["fired"], release["late"]) == \
         ("dn2", "dn.replica.state", ["('inject', 'kill-held')"], False)
     inject = next(e for e in harness if e["event"] == "harness.fault.inject"
@@ -99,12 +105,8 @@ def test_a_datanode_killed_while_held_before_its_setup_answer_fails_the_setup(tm
         "at: {event: dn.replica.state, node: dn2, where: {reason: create}, exact: true}",
         "at: {event: dn.pipeline.setup, node: dn2, exact: true}")
     assert "dn.pipeline.setup" in text
-    outcome = run_unverified(load_scenario_text(text, "exact-setup.yaml"),
-                             results_dir=str(tmp_path), system="hadoop", hadoop_version=VERSION)
-    assert outcome.status == "completed", outcome.errors
-    logs = _events(outcome.run_dir)
+    logs, release = _held_run(text, "exact-setup.yaml", tmp_path)
     harness = logs["harness"]
-    release, = [e for e in harness if e["event"] == "harness.hold.release"]
     assert (release["held_node"], release["held_event"], release["late"]) == \
         ("dn2", "dn.pipeline.setup", False)
     inject = next(e for e in harness if e["event"] == "harness.fault.inject"
