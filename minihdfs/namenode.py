@@ -45,6 +45,7 @@ class BlockInfo:
         self.primary: str | None = None
         self.tried_primaries: set[str] = set()
         self.truncate_len: int | None = None
+        self.removed_from: str | None = None     # the state it was removed in (REMOVED)
 
     def finalized_matching(self) -> list[str]:
         return [dn for dn, r in self.replicas.items()
@@ -59,7 +60,8 @@ class DatanodeDescriptor:
         self.stale = self.dead = False
         self.commands: list[dict] = []
         self.invalidate: list[dict] = []
-        self.recover: list[dict] = []
+        # 3.x DatanodeDescriptor.recoverBlocks: blocks, each once; commands built at heartbeat
+        self.recover: list[BlockInfo] = []
 
 
 _REPLICA_RECORD = {"block": int, "gs": int, "len": int, "state": str}
@@ -348,6 +350,7 @@ class NameNode:
     def _remove_block(self, inode: INodeFile, info: BlockInfo, reason: str) -> None:
         inode.blocks.remove(info.id)
         self.pending_recovery.pop(info.id, None)
+        info.removed_from = info.state
         self._set_state(info, REMOVED)
         self._invalidate_all(info)
         self.blocks.pop(info.id, None)
@@ -1007,11 +1010,7 @@ class NameNode:
         old_gs = info.gs
         info.recovery_id = self.next_gs()
         self._set_state(info, UNDER_RECOVERY)
-        locations = list(dict.fromkeys(info.expected + [
-            dn for dn, r in info.replicas.items()
-            if r["gs"] >= info.gs and r["state"] in ("RBW", "RWR", "FINALIZED", "RUR")]))
-        alive = [dn for dn in locations if self._alive(dn)]
-        fresh = [dn for dn in alive if not self.datanodes[dn].stale]
+        locations, alive, fresh = self._recovery_locations(info)
         candidates = [dn for dn in (fresh or alive) if dn not in info.tried_primaries] \
             or fresh or alive
         if not candidates:
@@ -1024,14 +1023,44 @@ class NameNode:
         primary = max(candidates, key=lambda dn: self.datanodes[dn].last_heartbeat)
         info.primary = primary
         info.tried_primaries.add(primary)
-        # Hadoop: with fewer than two fresh locations, every expected location takes
-        # part (the primary copes with the ones that do not answer)
         send = fresh if len(fresh) >= 2 else locations
-        self.datanodes[primary].recover.append({
-            "type": "recover", "block": info.id, "gs": old_gs, "recovery_id": info.recovery_id,
-            "locations": send, "new_len": info.truncate_len})
+        queue = self.datanodes[primary].recover
+        # 3.x DatanodeDescriptor.addBlockToBeRecovered: the block, not a command, and once
+        if all(b.id != info.id for b in queue):
+            queue.append(info)
         self.emit("nn.recovery.start", path=info.path, block=info.id, gs=old_gs,
                   recovery_id=info.recovery_id, primary=primary, pipeline=send)
+
+    def _recovery_locations(self, info: BlockInfo) -> tuple[list[str], list[str], list[str]]:
+        """The expected locations of a block under recovery (its pipeline and the replicas
+        reported with its GS), the live ones and the fresh (live, not stale) ones."""
+        locations = list(dict.fromkeys(info.expected + [
+            dn for dn, r in info.replicas.items()
+            if r["gs"] >= info.gs and r["state"] in ("RBW", "RWR", "FINALIZED", "RUR")]))
+        alive = [dn for dn in locations if self._alive(dn)]
+        fresh = [dn for dn in alive if not self.datanodes[dn].stale]
+        return locations, alive, fresh
+
+    def _recovery_commands(self, d: DatanodeDescriptor) -> list[dict]:
+        """DatanodeManager.getBlockRecoveryCommand: takes the whole queue and builds each
+        block's command from its state now; a block no longer under construction fails
+        the heartbeat (the queue is lost, the other commands wait for the next one)."""
+        blocks, d.recover = d.recover, []
+        commands = []
+        for info in blocks:
+            # 3.x DatanodeManager.getBlockRecoveryCommand: a completed block fails the heartbeat
+            if (info.removed_from if info.state == REMOVED else info.state) == COMPLETE:
+                raise IOExceptionRemote(
+                    f"Recovery block {info.id} where it is not under construction.")
+            locations, _, fresh = self._recovery_locations(info)
+            # Hadoop: with fewer than two fresh locations, every expected location takes
+            # part (the primary copes with the ones that do not answer)
+            send = fresh if len(fresh) >= 2 else locations
+            # 3.x DatanodeManager.getBlockRecoveryCommand: recovery id, locations, length as now
+            commands.append({"type": "recover", "block": info.id, "gs": info.gs,
+                             "recovery_id": info.recovery_id, "locations": send,
+                             "new_len": info.truncate_len})
+        return commands
 
     # == DataNode protocol ==============================================================
 
@@ -1066,8 +1095,8 @@ class NameNode:
             if d.stale:
                 d.stale = False
                 self.emit("nn.dn.alive", dn=dn)
-            commands = d.recover + d.commands
-            d.recover, d.commands = [], []
+            commands = self._recovery_commands(d) + d.commands
+            d.commands = []
             # InvalidateBlocks.getInvalidationDelay: deletions stay queued until the
             # startup delay has passed
             if d.invalidate and time.monotonic() - self.started >= self.deletion_delay:

@@ -34,6 +34,11 @@ def nn(tmp_path, namenodes):
     return node
 
 
+def recovery_commands(nn, dn) -> list[dict]:
+    """The recover-block commands a heartbeat of `dn` takes now."""
+    return [c for c in nn.rpc_sendHeartbeat(dn)["commands"] if c["type"] == "recover"]
+
+
 def open_with_block(nn, path="/f", holder="c1", length=1000, report="RBW"):
     nn.rpc_create(path, holder)
     lb = nn.rpc_addBlock(path, holder)
@@ -138,8 +143,8 @@ def test_force_recovery_reassigns_the_lease_to_the_caller(nn):
     assert (ev["old_holder"], ev["holder"]) == ("c1", "c2")
     start = nn.events.named("nn.recovery.start", block=lb["block"])[0]
     assert start["recovery_id"] > lb["gs"] and start["primary"] in lb["locations"]
-    cmds = nn.datanodes[start["primary"]].recover
-    assert cmds and cmds[0]["recovery_id"] == start["recovery_id"]
+    [cmd] = recovery_commands(nn, start["primary"])
+    assert cmd["recovery_id"] == start["recovery_id"]
 
 
 def test_hard_limit_monitor_recovers_as_the_namenode(nn):
@@ -276,7 +281,8 @@ def test_truncate_recovery_is_no_pending_attempt_a_lease_recovery_starts_its_own
     nn.leases.clock.now += 1                      # well inside the 90 s timeout
     assert nn.rpc_recoverLease("/f", "c2") is False
     assert info.recovery_id > first and len(nn.events.named("nn.recovery.start")) == 2
-    assert nn.datanodes[info.primary].recover[-1]["new_len"] == 600   # still the truncate
+    [cmd] = recovery_commands(nn, info.primary)
+    assert cmd["new_len"] == 600 and cmd["recovery_id"] == info.recovery_id   # still the truncate
     second = info.recovery_id
     assert nn.rpc_recoverLease("/f", "c3") is False   # that attempt is pending
     assert info.recovery_id == second and len(nn.events.named("nn.recovery.start")) == 2
@@ -355,3 +361,67 @@ def test_rename_and_delete_update_leases(nn):
     assert nn.leases.get_by_path("/b/f").holder == "c1" and nn.leases.get_by_path("/a/f") is None
     nn.rpc_delete("/b", recursive=True)
     assert nn.leases.get("c1") is None
+
+
+# -- the recover-block command is built at the heartbeat (3.x getBlockRecoveryCommand) ----
+
+def test_a_queued_truncate_recovery_goes_out_with_the_latest_recovery_id(nn):
+    # 3.x DatanodeManager.getBlockRecoveryCommand reads the block's recovery id when the
+    # primary heartbeats: the truncate's primary runs the lease recovery's id
+    lb = closed_file(nn)
+    assert nn.rpc_truncate("/f", 600, "c1") is False
+    info = nn.blocks[lb["block"]]
+    first, truncate_primary = info.recovery_id, info.primary
+    assert nn.rpc_recoverLease("/f", "c2") is False
+    assert info.recovery_id > first and info.primary != truncate_primary
+    for dn in (truncate_primary, info.primary):
+        [cmd] = recovery_commands(nn, dn)
+        assert (cmd["block"], cmd["gs"], cmd["recovery_id"], cmd["new_len"]) == (
+            lb["block"], lb["gs"], info.recovery_id, 600)
+
+
+def test_a_block_queued_twice_at_one_primary_goes_out_once_with_the_latest_id(nn):
+    # 3.x DatanodeDescriptor.addBlockToBeRecovered: a block already queued is not queued again
+    lb = open_with_block(nn)
+    primary = lb["locations"][0]
+    for dn in lb["locations"][1:]:
+        nn.datanodes[dn].dead = True              # the only live location: primary twice
+    assert nn.rpc_recoverLease("/f", "c2") is False
+    info = nn.blocks[lb["block"]]
+    first = info.recovery_id
+    nn.leases.clock.now += 91                     # the attempt timed out
+    assert nn.rpc_recoverLease("/f", "c2") is False
+    assert info.recovery_id > first and info.primary == primary
+    assert len(nn.events.named("nn.recovery.start", block=lb["block"])) == 2
+    [cmd] = recovery_commands(nn, primary)
+    assert cmd["recovery_id"] == info.recovery_id
+    assert sorted(cmd["locations"]) == sorted(lb["locations"])   # < 2 fresh: all of them
+    assert recovery_commands(nn, primary) == []
+
+
+def test_the_locations_are_those_of_the_heartbeat(nn):
+    lb = open_with_block(nn)
+    assert nn.rpc_recoverLease("/f", "c2") is False
+    info = nn.blocks[lb["block"]]
+    stale = next(dn for dn in lb["locations"] if dn != info.primary)
+    nn.datanodes[stale].stale = True              # stale after the recovery started
+    [cmd] = recovery_commands(nn, info.primary)
+    assert sorted(cmd["locations"]) == sorted(set(lb["locations"]) - {stale})
+
+
+def test_a_block_completed_before_its_primary_heartbeats_fails_that_heartbeat(nn):
+    # 3.x DatanodeManager.getBlockRecoveryCommand: "Recovery block ... where it is not
+    # under construction"; the queue was taken, the next heartbeat goes through
+    lb = open_with_block(nn)
+    assert nn.rpc_recoverLease("/f", "c2") is False
+    info = nn.blocks[lb["block"]]
+    first_primary = info.primary
+    nn.leases.clock.now += 91
+    assert nn.rpc_recoverLease("/f", "c2") is False
+    assert info.primary != first_primary
+    nn.rpc_commitBlockSynchronization(lb["block"], info.recovery_id, info.recovery_id, 1000,
+                                      True, False, lb["locations"])
+    assert info.state == COMPLETE and nn.rpc_getFileInfo("/f")["closed"]
+    with pytest.raises(IOExceptionRemote, match="not under construction"):
+        nn.rpc_sendHeartbeat(first_primary)
+    assert recovery_commands(nn, first_primary) == []

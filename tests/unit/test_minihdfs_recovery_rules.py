@@ -118,7 +118,7 @@ def test_recovery_sends_every_location_when_fewer_than_two_are_fresh(nn):
     assert nn.rpc_recoverLease("/f", "c2") is False
     info = nn.blocks[lb["block"]]
     assert info.primary == lb["locations"][0]
-    [cmd] = nn.datanodes[info.primary].recover
+    [cmd] = [c for c in nn.rpc_sendHeartbeat(info.primary)["commands"] if c["type"] == "recover"]
     assert sorted(cmd["locations"]) == sorted(lb["locations"])
 
 
