@@ -574,6 +574,23 @@ MUTANTS: tuple[Mutant, ...] = (
         # test_truncate_recovery_is_no_pending_attempt_a_lease_recovery_starts_its_own too
         scenarios=("truncate-then-recover-lease",)),
     Mutant(
+        name="recovery-command-fixed-at-queue-time",
+        rule="a recover-block command is built when the primary's heartbeat takes it: the "
+             "block's recovery id, locations and truncate length of that moment, the block "
+             "queued once per primary",
+        seed="3.x DatanodeManager.getBlockRecoveryCommand, "
+             "DatanodeDescriptor.addBlockToBeRecovered",
+        file="minihdfs/namenode.py",
+        original=("if all(b.id != info.id for b in queue):\n"
+                  "            queue.append(info)"),
+        replacement=("if True:   # mutant: a snapshot, the command fixed at queue time\n"
+                     "            queue.append(__import__(\"copy\").copy(info))"),
+        # the truncate's primary runs the truncate's stale recovery id, c2's primary the
+        # new one: the outcome is the same (the stale commit is refused), only the
+        # dn.recovery.command events differ; the unit tests of
+        # test_minihdfs_lease_recovery.py (getBlockRecoveryCommand section) kill it
+        scenarios=("truncate-then-recover-lease",)),
+    Mutant(
         name="close-stage-no-replacement",
         rule="a pipeline recovery in the close stage applies the replace-datanode policy "
              "too (no early return: the block is not closed on fewer replicas)",
