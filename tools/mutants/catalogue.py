@@ -585,9 +585,10 @@ MUTANTS: tuple[Mutant, ...] = (
                   "            queue.append(info)"),
         replacement=("if True:   # mutant: a snapshot, the command fixed at queue time\n"
                      "            queue.append(__import__(\"copy\").copy(info))"),
-        # the truncate's primary runs the truncate's stale recovery id, c2's primary the
-        # new one: the outcome is the same (the stale commit is refused), only the
-        # dn.recovery.command events differ; the unit tests of
+        # survives that scenario: the truncate's primary runs the stale recovery id, c2's
+        # the new one, and the outcome is the same (the stale commit is refused); only
+        # the dn.recovery.command events differ, which no check compares with the
+        # block's latest nn.recovery.start. The unit tests of
         # test_minihdfs_lease_recovery.py (getBlockRecoveryCommand section) kill it
         scenarios=("truncate-then-recover-lease",)),
     Mutant(
