@@ -1095,8 +1095,13 @@ class NameNode:
             if d.stale:
                 d.stale = False
                 self.emit("nn.dn.alive", dn=dn)
-            commands = self._recovery_commands(d) + d.commands
-            d.commands = []
+            if self.safemode_status != SAFEMODE_OFF:
+                return {"commands": []}   # DatanodeManager.handleHeartbeat: queues not drained
+            recover = self._recovery_commands(d)
+            if recover:
+                # 3.x DatanodeManager.handleHeartbeat: a recovery command goes out alone
+                return {"commands": recover}
+            commands, d.commands = d.commands, []
             # InvalidateBlocks.getInvalidationDelay: deletions stay queued until the
             # startup delay has passed
             if d.invalidate and time.monotonic() - self.started >= self.deletion_delay:

@@ -425,3 +425,30 @@ def test_a_block_completed_before_its_primary_heartbeats_fails_that_heartbeat(nn
     with pytest.raises(IOExceptionRemote, match="not under construction"):
         nn.rpc_sendHeartbeat(first_primary)
     assert recovery_commands(nn, first_primary) == []
+
+
+def test_a_recovery_command_goes_out_alone_and_the_rest_waits(nn):
+    # DatanodeManager.handleHeartbeat returns the BlockRecoveryCommand by itself; the
+    # transfers and deletions queued beside it go out with the next heartbeat
+    lb = open_with_block(nn)
+    nn.leases.clock.now += 3600 + 1
+    nn.rpc_recoverLease("/f", "c2")
+    primary = nn.events.named("nn.recovery.start", block=lb["block"])[0]["primary"]
+    d = nn.datanodes[primary]
+    d.commands.append({"type": "transfer", "block": 99, "gs": 1, "targets": []})
+    d.invalidate.append(98)
+    nn.deletion_delay = 0
+    first = nn.rpc_sendHeartbeat(primary)["commands"]
+    assert [c["type"] for c in first] == ["recover"]
+    second = nn.rpc_sendHeartbeat(primary)["commands"]
+    assert [c["type"] for c in second] == ["transfer", "invalidate"]
+
+
+def test_a_heartbeat_in_safe_mode_takes_no_command(nn):
+    # DatanodeManager.handleHeartbeat: in safe mode nothing is sent and nothing drained
+    dn = open_with_block(nn)["locations"][0]
+    nn.datanodes[dn].commands.append({"type": "transfer", "block": 99, "gs": 1, "targets": []})
+    nn.safemode_status = "PENDING_THRESHOLD"
+    assert nn.rpc_sendHeartbeat(dn)["commands"] == []
+    nn.safemode_status = "OFF"
+    assert [c["type"] for c in nn.rpc_sendHeartbeat(dn)["commands"]] == ["transfer"]
