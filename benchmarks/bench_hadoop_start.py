@@ -9,9 +9,11 @@ and the resident memory of each daemon once ready. Printed as a table.
 "ready" is HadoopCluster.start() after the NameNode's storage is formatted (format is
 timed apart: a run formats once). Variants: `default` is cluster.JVM_FLAGS;
 `no-c1-only` drops -XX:TieredStopAtLevel=1; `no-serial-gc` drops -XX:+UseSerialGC;
-`bare` keeps only the heap sizes. (A class-data-sharing archive is not measured: a
-dynamic dump at exit does not happen on the daemons' SIGTERM, and a static AppCDS
-archive refuses the non-empty conf and webapps folders on the classpath.)
+`bare` keeps only the heap sizes. (A class-data-sharing archive is not measured here: a
+dynamic dump at exit does not happen on the daemons' SIGTERM; a JVM that exits, e.g. the
+`-format` one, can dump one if the jars come before the conf and webapps folders on the
+classpath, as the JVM refuses only non-empty folders before the last entry it loaded a
+class from.)
 Target (issue 18): <= 8 s to 3 live DataNodes on 2 cores.
 
 `--agent`: the Byteman agent's cost (issue 32). Each round starts a cluster without and

@@ -114,6 +114,7 @@ def run_probe(probe, tmp_path, threads: list[str], hold_spec: str | None,
     if hold_spec:
         env[ENV] = hold_spec
     cmd = ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+           agent.boot_flag(probe["jar"]),     # as the cluster starts its JVMs
            f"-javaagent:{probe['jar']}=script:{btm}", f"-Dhdfs-chaos.agent.out={out}",
            f"-Dhdfs-chaos-node={node}", "-cp",
            os.pathsep.join([probe["classes"], probe["helper"]]), "HoldProbe", str(steps),

@@ -34,7 +34,8 @@ def test_off_by_default(tmp_path, cache):
     c = HadoopCluster(str(tmp_path / "c"), "3.4.2", 1)
     assert c.agent_flag is None
     cmd = c.java_command("nn", "Main")
-    assert not any(a.startswith("-javaagent") or AGENT_OUT_PROPERTY in a for a in cmd)
+    assert not any(a.startswith(("-javaagent", "-Xbootclasspath")) or AGENT_OUT_PROPERTY in a
+                   for a in cmd)
 
 
 def test_on_every_cluster_and_client_jvm_but_the_harness_own(tmp_path, cache):
@@ -51,7 +52,10 @@ def test_on_every_cluster_and_client_jvm_but_the_harness_own(tmp_path, cache):
         out = os.path.join(c.logs_dir, f"{node}.agent")
         assert f"-D{AGENT_OUT_PROPERTY}={out}" in cmd
         assert cmd.index(c.agent_flag) < cmd.index("-cp")     # a JVM option, not an argument
-    assert not any(a.startswith("-javaagent") for a in c.java_command("harness", "Main"))
+        # Byteman's classes from the boot class path (not verified), before the agent starts
+        assert cmd.index(f"-Xbootclasspath/a:{jar}") < cmd.index(c.agent_flag), node
+    harness = c.java_command("harness", "Main")
+    assert not any(a.startswith(("-javaagent", "-Xbootclasspath")) for a in harness)
     assert AGENT_OUT_PROPERTY == agent.OUT_PROPERTY
 
 

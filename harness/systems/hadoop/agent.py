@@ -636,6 +636,13 @@ def javaagent_flag(jar: str, script_path: str) -> str:
     return f"-javaagent:{jar}=script:{script_path}"
 
 
+def boot_flag(jar: str) -> str:
+    """Byteman's classes from the boot class path (as Byteman's own bmjava does): the JVM
+    does not verify boot classes, and verifying Byteman's (its ASM is class version 49,
+    checked by the slower type-inferring verifier) is a large part of the agent's start."""
+    return f"-Xbootclasspath/a:{jar}"
+
+
 # -- the agent's lines -> contract events --------------------------------------------------
 
 def _ts(stamp: str) -> float:

@@ -85,6 +85,7 @@ class HadoopCluster:
         # default; its script is generated from the release's rule table; the rules in
         # `hold_rules` (exact injection) call the hold helper, put on the JVMs' classpath
         self.agent_flag: str | None = None
+        self.agent_boot: str | None = None
         self.hold_dir: str | None = None
         if agent:
             from . import agent as agent_rules
@@ -98,6 +99,7 @@ class HadoopCluster:
             btm = agent_rules.write_script(version, os.path.join(self.dir, "conf", "agent.btm"),
                                            hold_rules if self.hold_dir else frozenset())
             self.agent_flag = agent_rules.javaagent_flag(str(jar), btm)
+            self.agent_boot = agent_rules.boot_flag(str(jar))
         self.routes_for: Callable[[str], Routes] | None = None
         self.procs: dict[str, subprocess.Popen] = {}
         self.tie_to_parent = False
@@ -230,7 +232,7 @@ class HadoopCluster:
         os.makedirs(self.tmp_dir, exist_ok=True)
         # the agent goes into the cluster's and the workload's JVMs, not the harness's own
         # (dfsadmin, the state tool): their calls are no part of the run under test
-        agent = [self.agent_flag, f"-D{AGENT_OUT_PROPERTY}={spec['agent_out']}"] \
+        agent = [self.agent_boot, self.agent_flag, f"-D{AGENT_OUT_PROPERTY}={spec['agent_out']}"] \
             if agent and self.agent_flag and node != "harness" else []
         if agent and self.hold_dir:
             extra_cp = [*extra_cp, self.hold_dir]
