@@ -595,6 +595,35 @@ def test_truncate_delete_and_rename_of_the_namenode():
         dict(event="nn.file.rename", path="/t/c", dst="/t/d")]
 
 
+
+# real lines of truncate-then-recover-lease on Hadoop 3.4.2 (hosts renamed to HOSTS' ports)
+TR_UC = ("replicas=[ReplicaUC[[DISK]DS-14b16fb2-d95e-4e26-b6a8-34b30bf32eda:NORMAL:127.0.0.1:10030|RBW], "
+         "ReplicaUC[[DISK]DS-923a299a-a8a0-423e-a436-e17cf4eafe87:NORMAL:127.0.0.1:10010|RBW], "
+         "ReplicaUC[[DISK]DS-4387e1fc-4385-4289-9621-7d0c2a77f79a:NORMAL:127.0.0.1:10020|RBW]]}")
+TR_LINES = [
+    "2026-11-27 07:18:40,101 INFO [IPC Server handler 3 on default port 23251] StateChange/FSNamesystem: BLOCK* allocate blk_1073741826_1002, replicas=127.0.0.1:10030, 127.0.0.1:10010, 127.0.0.1:10020 for /data/t",
+    "2026-11-27 07:18:46,237 INFO [IPC Server handler 7 on default port 23251] StateChange/FSNamesystem: DIR* NameSystem.truncate: src=/data/t newLength=1049576",
+    "2026-11-27 07:18:46,264 DEBUG [IPC Server handler 7 on default port 23251] StateChange/FSDirTruncateOp: BLOCK* prepareFileForTruncate: {UCState=UNDER_CONSTRUCTION, truncateBlock=blk_1073741826_1003, primaryNodeIndex=-1, " + TR_UC + " Scheduling in-place block truncate to new size 1000",
+    "2026-11-27 07:18:46,265 DEBUG [IPC Server handler 7 on default port 23251] BlockStateChange/BlockUnderConstructionFeature: BLOCK* {UCState=UNDER_RECOVERY, truncateBlock=blk_1073741826_1003, primaryNodeIndex=1, " + TR_UC + " recovery started, primary=ReplicaUC[[DISK]DS-923a299a-a8a0-423e-a436-e17cf4eafe87:NORMAL:127.0.0.1:10010|RBW]",
+    "2026-11-27 07:18:46,454 INFO [IPC Server handler 7 on default port 23251] FSNamesystem/FSNamesystem: recoverLease: [Lease.  Holder: DFSClient_NONMAPREDUCE_1174563300_1, pending creates: 1], src=/data/t from client DFSClient_NONMAPREDUCE_1174563300_1",
+    "2026-11-27 07:18:46,455 DEBUG [IPC Server handler 7 on default port 23251] BlockStateChange/BlockUnderConstructionFeature: BLOCK* {UCState=UNDER_RECOVERY, truncateBlock=blk_1073741826_1004, primaryNodeIndex=2, " + TR_UC + " recovery started, primary=ReplicaUC[[DISK]DS-4387e1fc-4385-4289-9621-7d0c2a77f79a:NORMAL:127.0.0.1:10020|RBW]",
+    "2026-11-27 07:18:46,455 WARN [IPC Server handler 7 on default port 23251] StateChange/FSNamesystem: DIR* NameSystem.internalReleaseLease: File /data/t has not been closed. Lease recovery is in progress. RecoveryId = 1004 for block blk_1073741826_1002",
+]
+
+
+def test_a_truncates_recovery_starts_at_its_recovery_started_line():
+    """prepareFileForTruncate starts the truncate's recovery with no internalReleaseLease
+    line: its `recovery started` line is its nn.recovery.start; a recoverLease's on the
+    same handler thread right after still comes from internalReleaseLease, once."""
+    starts = [e for e in one(TR_LINES, "namenode") if e["event"] == "nn.recovery.start"]
+    assert starts == [
+        dict(event="nn.recovery.start", path="/data/t", block=1073741826, gs=1002,
+             recovery_id=1003, primary="dn1", pipeline=["dn3", "dn1", "dn2"]),
+        dict(event="nn.recovery.start", path="/data/t", block=1073741826, gs=1002,
+             recovery_id=1004, primary="dn2", pipeline=["dn3", "dn1", "dn2"])]
+    # a normal recovery's `recovery started` line alone starts nothing
+    assert one(TR_LINES[5], "namenode") == []
+
 # real lines of dn-restart-during-write on Hadoop 3.4.2: dn1 shut down for upgrade
 # (dfsadmin -shutdownDatanode ... upgrade) sends the writer an OOB RESTART ack
 RS_BP = "BP-602091023-127.0.0.1-1795503020364"

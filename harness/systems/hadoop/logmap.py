@@ -44,7 +44,8 @@ DEFAULT_RELEASE = "3.4.2"
 # `log4j.logger.<name>=DEBUG` for each). Each buys a fact that INFO does not log:
 # - org.apache.hadoop.hdfs.StateChange (NameNode): startFile / appendFile with the
 #   holder (nn.file.create, nn.file.append, nn.lease.add) and abandonBlock. A few lines
-#   per file operation and per block, none per packet.
+#   per file operation and per block, none per packet. Also prepareFileForTruncate, which
+#   marks the next `recovery started` line as a truncate's (nn.recovery.start).
 # - org.apache.hadoop.hdfs.DataStreamer (client): `pipeline = [...], blk_<id>_<gs>`
 #   after every pipeline setup, the only line that names the rebuilt pipeline and its
 #   new GS (client.pipeline.setup / client.pipeline.recovered, check P1). It also logs
@@ -219,6 +220,9 @@ class LogMapper:
         self.pending_update: dict[tuple[int, int], dict] = {}
         self.pending_commit: dict[int, dict] = {}
         self.pending_primary: dict[str, tuple] = {}      # thread -> primary, replicas
+        self.block_gs: dict[int, int] = {}               # NN: block -> GS it holds
+        self.truncating: dict[str, str] = {}             # NN: thread -> path it truncates
+        self.truncate_prep: dict[str, tuple] = {}        # NN: thread -> path, ts of the cut
         self.recovering_paths: set[str] = set()          # NN: lease recovery under way
         self.recovery_ctx: dict[int, dict] = {}          # DN: block -> initReplicaRecovery facts
         self.sync_lists: dict[int, tuple[list[dict], bool]] = {}
@@ -372,6 +376,7 @@ def _nn_allocate(mp: LogMapper, m: re.Match, ln: LogLine):
     pipeline = mp.nodes_in(m.group(3))
     mp.block_path[block] = path
     mp.block_pipeline[block] = pipeline
+    mp.block_gs[block] = gs
     return [_ev("nn.block.allocate", path=path, block=block, gs=gs, pipeline=pipeline,
                 holder=mp.path_holder.get(path))]
 
@@ -437,6 +442,7 @@ def _nn_update_success(mp: LogMapper, m: re.Match, ln: LogLine):
     pipeline = req.get("pipeline")
     if pipeline is not None:
         mp.block_pipeline[block] = pipeline
+    mp.block_gs[block] = new_gs
     return [*_own_time(out), _ev(
         "nn.block.update_pipeline", path=mp.block_path.get(block), block=block, old_gs=old_gs,
         gs=new_gs, len=req.get("len"), pipeline=pipeline, holder=req.get("holder"))]
@@ -477,6 +483,7 @@ def _nn_release_start(mp: LogMapper, m: re.Match, ln: LogLine):
     return []
 
 
+_TRUNCATE_BLOCK = re.compile(r"\btruncateBlock=blk_(-?\d+)_(\d+)")
 _REPLICA_UC = re.compile(r"ReplicaUC\[\[[^\]]*\][^:\s]*:[A-Z_]+:([^|\]]+)\|(\w+)\]")
 
 
@@ -485,6 +492,16 @@ def _nn_recovery_primary(mp: LogMapper, m: re.Match, ln: LogLine):
     # that the same thread logs next does
     replicas = [mp.node_of(a) for a, _ in _REPLICA_UC.findall(m.group(1))]
     primary = [mp.node_of(a) for a, _ in _REPLICA_UC.findall(m.group(2))]
+    prep = mp.truncate_prep.pop(ln.thread, None)
+    cut = _TRUNCATE_BLOCK.search(m.group(0))
+    if prep is not None and cut is not None and ln.ts - prep[1] <= 1.0:
+        # 3.x FSDirTruncateOp.prepareFileForTruncate starts a truncate's recovery itself
+        # (no internalReleaseLease line): its truncateBlock is the block at the recovery id
+        block, rid = int(cut.group(1)), int(cut.group(2))
+        return [_ev("nn.recovery.start", path=prep[0] or mp.block_path.get(block), block=block,
+                    gs=mp.block_gs.get(block), recovery_id=rid,
+                    primary=primary[0] if primary else None,
+                    pipeline=replicas or mp.block_pipeline.get(block))]
     mp.pending_primary[ln.thread] = (primary[0] if primary else None, replicas, ln.ts)
     return []
 
@@ -542,6 +559,7 @@ def _nn_commit_success(mp: LogMapper, m: re.Match, ln: LogLine):
                        state="REMOVED"))
     else:
         mp.block_pipeline[block] = req["pipeline"]
+        mp.block_gs[block] = req["gs"]
         # "successful": the NameNode now holds the block at the recovery's GS and length
         # (commitOrCompleteLastBlock), whatever a later append makes of it
         out.append(_ev("nn.block.state", path=path, block=block, gs=req["gs"], len=req["len"],
@@ -555,6 +573,9 @@ def _nn_commit_success(mp: LogMapper, m: re.Match, ln: LogLine):
 
 
 def _nn_stored(mp: LogMapper, m: re.Match, ln: LogLine):
+    # a finalized replica added at its GS: the GS the NameNode holds (an append's bump
+    # is logged nowhere else)
+    mp.block_gs[int(m.group(2))] = int(m.group(3))
     return [_ev("nn.replica.reported", dn=mp.node_of(m.group(1)), block=int(m.group(2)),
                 gs=int(m.group(3)), len=int(m.group(4)), state="FINALIZED")]
 
@@ -595,7 +616,15 @@ def _nn_reject(mp: LogMapper, m: re.Match, ln: LogLine):
 def _nn_truncate(mp: LogMapper, m: re.Match, ln: LogLine):
     # whether the cut was done at once or needs a truncate recovery is not on this
     # line (ok: null); the recovery's own events follow
+    mp.truncating[ln.thread] = m.group(1)
     return [_ev("nn.file.truncate", path=m.group(1), len=int(m.group(2)), ok=None)]
+
+
+def _nn_truncate_prepare(mp: LogMapper, m: re.Match, ln: LogLine):
+    # the in-place cut: the `recovery started` line this thread logs next is the
+    # truncate's recovery (a copy-on-truncate, under a snapshot or upgrade, is not mapped)
+    mp.truncate_prep[ln.thread] = (mp.truncating.pop(ln.thread, None), ln.ts)
+    return []
 
 
 def _nn_audit(mp: LogMapper, m: re.Match, ln: LogLine):
@@ -1103,6 +1132,10 @@ TABLE_3_4: list[Rule] = [
        _nn_complete_request),
     _r("truncate", "namenode", r"^DIR\* NameSystem\.truncate: src=(/\S*) newLength=(\d+)",
        _nn_truncate),
+    # StateChange DEBUG, just before the truncate's initializeBlockRecovery on its thread
+    _r("truncate_prepare", "namenode",
+       r"^BLOCK\* prepareFileForTruncate: \{.*\} Scheduling in-place block truncate",
+       _nn_truncate_prepare),
     # the audit log (INFO): namespace changes the write path does not log elsewhere
     _r("audit", "namenode", r"^allowed=true\s.*?\bcmd=(delete|rename)\s+src=(\S+)\s+dst=(\S+)",
        _nn_audit),
