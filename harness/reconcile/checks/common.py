@@ -97,10 +97,12 @@ def runs_of(df: DataFrame) -> DataFrame:
     return df.selectExpr("run_id").distinct()
 
 
-def prefixed(df: DataFrame, prefix: str, keep: tuple[str, ...] = ()) -> DataFrame:
-    """Every column renamed `prefix + name`, except those in `keep`."""
+def prefixed(df: DataFrame, prefix: str, keep: tuple[str, ...] = (),
+             columns: list[str] | None = None) -> DataFrame:
+    """Every column renamed `prefix + name`, except those in `keep`. `columns`: df's
+    columns when the caller has them (through Spark Connect, df.columns is a request)."""
     return df.select(*[F.col(c) if c in keep else F.col(c).alias(prefix + c)
-                       for c in df.columns])
+                       for c in (df.columns if columns is None else columns)])
 
 
 def first_after(left: DataFrame, right: DataFrame, on: list[str], prefix: str,
@@ -138,13 +140,14 @@ def _pick(left, right, on, prefix, bound, extra, key, how, latest):
     """The join of first_after / last_before / first_of: `right` prefixed, matched on `on`,
     `bound` and `extra`, and per `key` of left the first row in time order (the last when
     `latest`; ties broken by eid when right has one)."""
-    r = prefixed(right, prefix)
+    columns = right.columns
+    r = prefixed(right, prefix, columns=columns)
     cond = [left[c] == r[prefix + c] for c in on]
     for c in (bound, extra):
         if c is not None:
             cond.append(c(left, r))
     j = left.join(r, on=_and(cond), how=how).drop(*[prefix + c for c in on])
-    order = [prefix + "ts"] + ([prefix + "eid"] if prefix + "eid" in r.columns else [])
+    order = [prefix + "ts"] + ([prefix + "eid"] if "eid" in columns else [])
     order = [F.col(c).desc_nulls_last() if latest else F.col(c).asc_nulls_last() for c in order]
     w = Window.partitionBy(*([key] if isinstance(key, str) else key)).orderBy(*order)
     return j.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1").drop("_rn")
