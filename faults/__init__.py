@@ -5,17 +5,34 @@ Nothing here knows about scenarios; the kinds a scenario names (harness.scenario
 registered in faults.kinds) build these from them.
 """
 
-from faults.base import Fault, FaultError, harness_log
-from faults.disk import CorruptReplica, DeleteReplica, ReplicaFiles, find_replicas
-from faults.grudge import (Grudge, as_links, bridge, complete_grudge, directed, isolate,
-                           links_between, links_from, merge)
-from faults.network import (Bandwidth, CutAfterBytes, LinkMesh, Latency, MeshProxy,
-                            Partition, ProxySpec, ResetPeer, Slicer, plan_proxies,
-                            routing_maps)
-from faults.process import (CrashClient, Kill, LocalProcessControl, NodeControl, Pause,
-                            Restart, Resume)
-from faults.toxiproxy_server import (ToxiproxyAPI, ToxiproxyError, ToxiproxyNotFound,
-                                     ToxiproxyServer, ensure_binary)
+import importlib
+
+# Each name from the submodule that defines it, imported on first use (PEP 562): the
+# registry of kinds (faults.kinds) is read by every command, the Toxiproxy client and its
+# HTTP library (faults.network) only by one that injects a network fault.
+_WHERE = {
+    "base": ("Fault", "FaultError", "harness_log"),
+    "disk": ("CorruptReplica", "DeleteReplica", "ReplicaFiles", "find_replicas"),
+    "grudge": ("Grudge", "as_links", "bridge", "complete_grudge", "directed", "isolate",
+               "links_between", "links_from", "merge"),
+    "network": ("Bandwidth", "CutAfterBytes", "LinkMesh", "Latency", "MeshProxy", "Partition",
+                "ProxySpec", "ResetPeer", "Slicer", "plan_proxies", "routing_maps"),
+    "process": ("CrashClient", "Kill", "LocalProcessControl", "NodeControl", "Pause",
+                "Restart", "Resume"),
+    "toxiproxy_server": ("ToxiproxyAPI", "ToxiproxyError", "ToxiproxyNotFound",
+                         "ToxiproxyServer", "ensure_binary"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'faults' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"faults.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Fault", "FaultError", "harness_log",

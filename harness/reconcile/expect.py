@@ -23,7 +23,7 @@ import dataclasses
 import re
 from typing import Any
 
-from pyspark.sql import functions as F
+from pyspark.sql import functions as F, types as T
 
 from hdfs_contract.config import ConfigError, parse_duration, parse_size
 from . import evidence
@@ -56,6 +56,13 @@ class RunFacts:
     space_read: bool = False
 
 
+def _pairs(key: str) -> T.StructType:
+    """run_id and `key`, both strings: a schema, not DDL text (through Spark Connect the
+    server would parse the text, a request)."""
+    return T.StructType([T.StructField("run_id", T.StringType()),
+                         T.StructField(key, T.StringType())])
+
+
 def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
     """The facts of every run, limited to the paths and operations its expect names."""
     spark = runs.spark
@@ -72,7 +79,7 @@ def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
     # schedule): rows tagged with their kind, the other columns null
     parts = []
     if wanted_paths:
-        paths = spark.createDataFrame(wanted_paths, "run_id string, path string")
+        paths = spark.createDataFrame(wanted_paths, _pairs("path"))
         parts.append(runs.fs_files.join(paths, ["run_id", "path"], "left_semi").select(
             F.lit("file").alias("kind"), "run_id", F.col("path").alias("key"), "closed",
             F.col("len").cast("long").alias("len")))
@@ -96,7 +103,7 @@ def gather_facts(runs: RunSet) -> dict[str, RunFacts]:
         parts.append(rec.select(F.lit("recovered").alias("kind"), "run_id",
                                 F.col("path").alias("key")))
     if wanted_ops:
-        ops = spark.createDataFrame(wanted_ops, "run_id string, op_id string")
+        ops = spark.createDataFrame(wanted_ops, _pairs("op_id"))
         parts.append(runs.of("client.op.end").join(ops, ["run_id", "op_id"], "left_semi")
                      .select(F.lit("op").alias("kind"), "run_id", F.col("op_id").alias("key"),
                              "ok", "error", "ts"))

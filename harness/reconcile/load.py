@@ -48,6 +48,7 @@ import os
 import re
 import threading
 import urllib.parse
+import weakref
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, Callable
 
@@ -107,7 +108,8 @@ class RunSet:
         self._lock = threading.Lock()
         # the one pass over every line (module docstring), at full parallelism
         fold = self._cache(_fold(_narrow_lines(_read_text(spark, files))))
-        fold.count()
+        if columnar:    # as rows (_keep) it is computed already
+            fold.count()
         self.fold = fold
         self.folded = fold.filter(F.col("rare").isNull()).drop("rare")
         # Every line that is not dense, parsed in full: few, so a few partitions, each
@@ -150,7 +152,8 @@ class RunSet:
 
     def _build_rare(self, rare: DataFrame) -> None:
         self._rare_lines = self._cache(rare)
-        self._rare_lines.count()
+        if self.columnar:
+            self._rare_lines.count()
         self._rare = self._rare_lines.filter(~F.col("bad_envelope")).drop("bad_envelope")
         self._malformed = (self._rare_lines.filter(F.col("malformed"))
                            .select("run_id", "log", "seq", "raw"))
@@ -714,6 +717,28 @@ def _file_parts(spark: SparkSession, df: DataFrame, suffix: str = "", **parts: i
         + [T.StructField(name, T.StringType()) for name in parts]))
 
 
+# session -> {absolute path: the URI Spark names that file by}: the logs of one
+# verification are read several times (the load, log_stats, I1), and through Spark
+# Connect each inputFiles() is a request
+_URIS: "weakref.WeakKeyDictionary[SparkSession, dict[str, str]]" = weakref.WeakKeyDictionary()
+_URIS_LOCK = threading.Lock()
+
+
+def _input_files(spark: SparkSession, read: DataFrame, paths: list[str]) -> list[str]:
+    """read.inputFiles() for a read of `paths` (absolute), from what an earlier read of
+    the same files in this session gave when it named all of them."""
+    with _URIS_LOCK:
+        known = _URIS.get(spark, {})
+        if all(p in known for p in paths):
+            return [known[p] for p in paths]
+    uris = read.inputFiles()
+    got = {os.path.abspath(urllib.parse.unquote(urllib.parse.urlsplit(u).path)): u
+           for u in uris}
+    with _URIS_LOCK:
+        _URIS.setdefault(spark, {}).update(got)
+    return uris
+
+
 _TEXT_NAMES = T.StructType([T.StructField("file", T.StringType()),
                             T.StructField("run_id", T.StringType()),
                             T.StructField("log", T.StringType()),
@@ -728,7 +753,7 @@ def _read_text(spark: SparkSession, files: list[tuple]) -> DataFrame:
     read = spark.read.text([f[3] for f in files])
     by_path = {os.path.abspath(path): (rid, name, no) for rid, name, no, path in files}
     rows = []
-    for uri in read.inputFiles():
+    for uri in _input_files(spark, read, list(by_path)):
         known = by_path.get(os.path.abspath(urllib.parse.unquote(urllib.parse.urlsplit(uri).path)))
         if known is not None:
             rows += [(form, *known) for form in _uri_forms(uri)]

@@ -65,9 +65,12 @@ def unmeasured_pipeline(runs: RunSet) -> DataFrame:
     (none came before them, or another recovery was the first after the fault)."""
     rec = runs.of("client.pipeline.recovered").select("run_id", "eid", "ts", "node", "block")
     if "harness.fault.inject" not in runs.event_names:
-        return rec.drop("eid")
+        return rec.select(*UNMEASURED_PIPELINE_COLUMNS)
     got = pipeline_latencies(runs).select("run_id", F.col("recovered_eid").alias("eid"))
-    return rec.join(got, ["run_id", "eid"], "left_anti").drop("eid")
+    return rec.join(got, ["run_id", "eid"], "left_anti").select(*UNMEASURED_PIPELINE_COLUMNS)
+
+
+UNMEASURED_PIPELINE_COLUMNS = ("run_id", "ts", "node", "block")
 
 
 def lease_recoveries(runs: RunSet) -> DataFrame:
@@ -139,6 +142,9 @@ def lease_latencies(runs: RunSet) -> DataFrame:
                     F.greatest(F.col("f_ts") - F.col("start"), F.lit(0.0)).alias("latency"))
 
 
+LEASE_LATENCY_COLUMNS = ("run_id", "path", "holder", "ts", "latency")
+
+
 def block_latencies(runs: RunSet) -> DataFrame:
     """run_id, block, recovery_id, path, ts, latency: nn.recovery.start to its commit
     (latency null: never committed)."""
@@ -149,6 +155,9 @@ def block_latencies(runs: RunSet) -> DataFrame:
     return st.join(cm, ["run_id", "block", "recovery_id"], "left").select(
         "run_id", "block", "recovery_id", "path", "ts",
         (F.col("c_ts") - F.col("ts")).alias("latency"))
+
+
+BLOCK_LATENCY_COLUMNS = ("run_id", "block", "recovery_id", "path", "ts", "latency")
 
 
 def _a_client_died(runs: RunSet) -> bool:
@@ -172,9 +181,10 @@ def compute_metrics(runs: RunSet) -> dict[str, dict]:
     lat_parts, odd_parts = [], []   # measured latencies; counted recoveries without one
     odd_cols = ("ts", "node", "path", "holder", "block", "recovery_id", "why")
 
-    def odd(df: DataFrame, kind: str, why: str) -> DataFrame:
+    def odd(df: DataFrame, columns: tuple[str, ...], kind: str, why: str) -> DataFrame:
+        # `columns`: df's own (through Spark Connect, df.columns is a request)
         return df.select("run_id", F.lit(kind).alias("kind"), *[
-            (F.col(c) if c in df.columns else F.lit(None)).cast(t).alias(c)
+            (F.col(c) if c in columns else F.lit(None)).cast(t).alias(c)
             for c, t in zip(odd_cols[:-1], ("double", "string", "string", "string", "long",
                                              "long"))], F.lit(why).alias("why"))
 
@@ -182,7 +192,8 @@ def compute_metrics(runs: RunSet) -> dict[str, dict]:
         lat_parts.append(pipeline_latencies(runs).select(
             "run_id", F.lit("pipeline").alias("kind"), "latency"))
     if "client.pipeline.recovered" in names:
-        odd_parts.append(odd(unmeasured_pipeline(runs), "pipeline",
+        odd_parts.append(odd(unmeasured_pipeline(runs), UNMEASURED_PIPELINE_COLUMNS,
+                             "pipeline",
                              "no fault measured it (none before it, or another recovery "
                              "came first after the fault)"))
     lease = block = None
@@ -190,13 +201,15 @@ def compute_metrics(runs: RunSet) -> dict[str, dict]:
         lease = lease_latencies(runs)
         lat_parts.append(lease.filter(F.col("latency").isNotNull()).select(
             "run_id", F.lit("lease").alias("kind"), "latency"))
-        odd_parts.append(odd(lease.filter(F.col("latency").isNull()), "lease",
+        odd_parts.append(odd(lease.filter(F.col("latency").isNull()), LEASE_LATENCY_COLUMNS,
+                             "lease",
                              "the file never closed"))
     if "nn.recovery.start" in names:
         block = block_latencies(runs)
         lat_parts.append(block.filter(F.col("latency").isNotNull()).select(
             "run_id", F.lit("block").alias("kind"), "latency"))
-        odd_parts.append(odd(block.filter(F.col("latency").isNull()), "block",
+        odd_parts.append(odd(block.filter(F.col("latency").isNull()), BLOCK_LATENCY_COLUMNS,
+                             "block",
                              "never committed"))
     # per-event totals come from the one pass RunSet.event_stats already made
     st = runs.event_stats

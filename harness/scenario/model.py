@@ -28,7 +28,7 @@ from .fields import (INVALID, AnyValue, Bool, Context, Duration, Enum, HadoopCon
                      ValueType, child, did_you_mean, spec, yaml_fields)
 
 # the effects each kind starts (faults/), and the registry of kinds
-from faults import disk as disk_effects, network as net_effects, process as node_effects
+from faults import disk as disk_effects, process as node_effects
 from faults.grudge import complete_grudge, directed
 from faults.kinds import KINDS, ExploreVariant, FaultContext, register
 
@@ -36,6 +36,14 @@ CHECK_IDS: tuple[str, ...] = (
     ("I1",) + tuple(f"P{i}" for i in range(1, 8)) + tuple(f"L{i}" for i in range(1, 7))
     + tuple(f"B{i}" for i in range(1, 7)) + ("H1",) + tuple(f"D{i}" for i in range(1, 5)))
 """The checks of spec/CHECKS.md, and H1 (hdfs-chaos's addition, docs/events.md)."""
+
+
+def _net_effects():
+    """faults.network, imported when a network fault is built: it brings the Toxiproxy
+    client and its HTTP library, which loading or checking a scenario does not need."""
+    from faults import network
+    return network
+
 
 OPERATIONS = ("write", "append", "read", "recover_lease", "truncate")
 BACKENDS = ("local", "docker")
@@ -436,7 +444,7 @@ class PartitionFault(LinkFault):
 
     def effect(self, ctx):
         grudge = complete_grudge(self.between) if self.between else directed(self.links)
-        return net_effects.Partition(grudge, self.mode, **self._net(ctx))
+        return _net_effects().Partition(grudge, self.mode, **self._net(ctx))
 
 
 @register("latency")
@@ -448,7 +456,7 @@ class LatencyFault(LinkFault):
     jitter: float = spec(Duration(), "random variation of the delay", default=0.0, example="0s")
 
     def effect(self, ctx):
-        return net_effects.Latency(self.links, self.latency, self.jitter, **self._net(ctx))
+        return _net_effects().Latency(self.links, self.latency, self.jitter, **self._net(ctx))
 
 
 @register("bandwidth")
@@ -459,7 +467,7 @@ class BandwidthFault(LinkFault):
     rate: int = spec(Rate(), "bytes per second, e.g. 1MiB", required=True)
 
     def effect(self, ctx):
-        return net_effects.Bandwidth(self.links, self.rate, **self._net(ctx))
+        return _net_effects().Bandwidth(self.links, self.rate, **self._net(ctx))
 
 
 @register("cut_after_bytes")
@@ -474,7 +482,7 @@ class CutAfterBytesFault(LinkFault):
     bytes: int = spec(Size(), "bytes let through before the cut", required=True)
 
     def effect(self, ctx):
-        return net_effects.CutAfterBytes(self.links, self.bytes, **self._net(ctx))
+        return _net_effects().CutAfterBytes(self.links, self.bytes, **self._net(ctx))
 
 
 @register("reset_peer")
@@ -485,7 +493,7 @@ class ResetPeerFault(LinkFault):
     timeout: float = spec(Duration(), "time before the reset", default=0.0, example="0s")
 
     def effect(self, ctx):
-        return net_effects.ResetPeer(self.links, self.timeout, **self._net(ctx))
+        return _net_effects().ResetPeer(self.links, self.timeout, **self._net(ctx))
 
 
 @register("slicer")
@@ -509,7 +517,7 @@ class SlicerFault(LinkFault):
         return values
 
     def effect(self, ctx):
-        return net_effects.Slicer(self.links, self.average_size, self.size_variation,
+        return _net_effects().Slicer(self.links, self.average_size, self.size_variation,
                                   self.delay, **self._net(ctx))
 
 

@@ -42,21 +42,24 @@ def _verdict(run_dir: str) -> dict:
 
 
 # verifies the runs given through HDFS_CHAOS_SPARK_REMOTE and prints how many plans the
-# client sent the server to execute (queries, and commands such as a view or checkpoint)
+# client sent the server to execute (queries, and commands such as a view or checkpoint),
+# then how many schemas, DDL texts and file lists it asked the server for (AnalyzePlan)
 _COUNT_REQUESTS = """
 import sys
 from pyspark.sql.connect.client.core import SparkConnectClient as C
-n = [0]
-def counted(fn):
+n = {"execute": 0, "schema": 0, "ddl_parse": 0, "input_files": 0}
+def counted(fn, kind=None):
     def call(self, *a, **k):
-        n[0] += 1
+        key = kind or (a[0] if a else k.get("method", ""))
+        n[key] = n.get(key, 0) + 1
         return fn(self, *a, **k)
     return call
-C._execute_and_fetch = counted(C._execute_and_fetch)
-C._execute = counted(C._execute)
+C._execute_and_fetch = counted(C._execute_and_fetch, "execute")
+C._execute = counted(C._execute, "execute")
+C._analyze = counted(C._analyze)
 from harness.reconcile.api import verify_runs
 verify_runs(sys.argv[1:])
-print(n[0])
+print(n["execute"], n["schema"], n["ddl_parse"], n["input_files"])
 """
 
 
@@ -109,8 +112,13 @@ def test_verdicts_through_the_server_are_the_local_ones(cli, tmp_path):
         env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                  HDFS_CHAOS_SPARK_REMOTE=f"sc://127.0.0.1:{port}"))
     assert count.returncode == 0, count.stderr
-    executed = int(count.stdout.split()[-1])
+    executed, schemas, ddl, files = map(int, count.stdout.split()[-4:])
     assert executed <= 80, count.stdout
+    # the columns a check's join needs are asked for once per join, metrics name their
+    # own, and createDataFrame gets a StructType (12 schema and 1 DDL request before);
+    # the logs' file names are asked for once (3 times before: the load, log_stats, I1),
+    # final_state.json's once
+    assert schemas <= 8 and ddl == 0 and files <= 2, count.stdout
     # the remote verify ran no JVM of its own: it wrote no Spark log beside the runs
     assert os.path.exists(os.path.join(tmp_path, "local", "spark.log"))
     assert not os.path.exists(os.path.join(tmp_path, "remote", "spark.log"))

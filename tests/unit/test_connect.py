@@ -105,3 +105,25 @@ def test_cli_spark_status_down_without_a_server(capsys):
     assert capsys.readouterr().out.startswith("down")
     assert main(["spark", "down"]) == 0
     assert "no Spark Connect server was up" in capsys.readouterr().out
+
+
+def test_the_verify_path_imports_no_fault_machinery_nor_report_libraries():
+    """What `hdfs-chaos verify` imports before its first request to the server: the CLI,
+    the run-folder check (which validates scenario.yaml) and the verifier, but not the
+    Toxiproxy client and its HTTP library (network faults), nor the report's plotting."""
+    code = ("import sys, harness.cli, harness.rundir, harness.reconcile.api; "
+            "print(' '.join(m for m in ('faults.network', 'faults.toxiproxy_server', "
+            "'requests', 'matplotlib', 'jinja2', 'jsonschema') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert out.stdout.split() == []
+
+
+def test_faults_names_load_on_first_use():
+    """faults/ gives every name of its __all__, from the submodule that defines it."""
+    import faults
+    from faults.network import Partition
+    assert faults.Partition is Partition
+    assert all(getattr(faults, name) is not None for name in faults.__all__)
+    with pytest.raises(AttributeError):
+        faults.NoSuchFault   # noqa: B018

@@ -97,34 +97,40 @@ def runs_of(df: DataFrame) -> DataFrame:
     return df.selectExpr("run_id").distinct()
 
 
-def prefixed(df: DataFrame, prefix: str, keep: tuple[str, ...] = ()) -> DataFrame:
-    """Every column renamed `prefix + name`, except those in `keep`."""
+def prefixed(df: DataFrame, prefix: str, keep: tuple[str, ...] = (),
+             columns: list[str] | None = None) -> DataFrame:
+    """Every column renamed `prefix + name`, except those in `keep`. `columns`: df's
+    columns when the caller has them (through Spark Connect, df.columns is a request)."""
     return df.select(*[F.col(c) if c in keep else F.col(c).alias(prefix + c)
-                       for c in df.columns])
+                       for c in (df.columns if columns is None else columns)])
 
 
 def first_after(left: DataFrame, right: DataFrame, on: list[str], prefix: str,
                 strict: bool = True, key: str | list[str] = "eid", how: str = "left",
-                extra=None, at: str = "ts") -> DataFrame:
+                extra=None, at: str = "ts", columns: list[str] | None = None) -> DataFrame:
     """For each row of `left` (unique `key`), the earliest row of `right` with the same
     `on` columns and a ts later than left's `at` (or equal, `strict=False`); right's
     columns come back prefixed (null if none; `how="inner"`: left rows without one are
-    dropped). `extra(left, right_prefixed)` adds a join condition."""
+    dropped). `extra(left, right_prefixed)` adds a join condition. `columns`: right's,
+    when the caller knows them (through Spark Connect, right.columns is a request)."""
     bound = lambda l, r: r[prefix + "ts"] > l[at] if strict else r[prefix + "ts"] >= l[at]  # noqa: E731
-    return _pick(left, right, on, prefix, bound, extra, key, how, latest=False)
+    return _pick(left, right, on, prefix, bound, extra, key, how, latest=False,
+                 columns=columns)
 
 
 def last_before(left: DataFrame, right: DataFrame, on: list[str], prefix: str,
                 strict: bool = True, key: str | list[str] = "eid", how: str = "left",
-                extra=None, at: str = "ts", slack: float = 0.0) -> DataFrame:
+                extra=None, at: str = "ts", slack: float = 0.0,
+                columns: list[str] | None = None) -> DataFrame:
     """For each row of `left` (unique `key`), the latest row of `right` with the same `on`
     columns and a ts earlier than left's `at` (or equal, `strict=False`; up to `slack`
     seconds after it, for events two processes log around one moment); prefixed columns,
-    null if none. `extra` and `how` as in first_after."""
+    null if none. `extra`, `how` and `columns` as in first_after."""
     def bound(l, r):
         t = l[at] + slack if slack else l[at]
         return r[prefix + "ts"] < t if strict else r[prefix + "ts"] <= t
-    return _pick(left, right, on, prefix, bound, extra, key, how, latest=True)
+    return _pick(left, right, on, prefix, bound, extra, key, how, latest=True,
+                 columns=columns)
 
 
 def first_of(left: DataFrame, right: DataFrame, on: list[str], prefix: str,
@@ -134,17 +140,18 @@ def first_of(left: DataFrame, right: DataFrame, on: list[str], prefix: str,
     return _pick(left, right, on, prefix, None, None, key, how, latest=False)
 
 
-def _pick(left, right, on, prefix, bound, extra, key, how, latest):
+def _pick(left, right, on, prefix, bound, extra, key, how, latest, columns=None):
     """The join of first_after / last_before / first_of: `right` prefixed, matched on `on`,
     `bound` and `extra`, and per `key` of left the first row in time order (the last when
     `latest`; ties broken by eid when right has one)."""
-    r = prefixed(right, prefix)
+    columns = right.columns if columns is None else columns
+    r = prefixed(right, prefix, columns=columns)
     cond = [left[c] == r[prefix + c] for c in on]
     for c in (bound, extra):
         if c is not None:
             cond.append(c(left, r))
     j = left.join(r, on=_and(cond), how=how).drop(*[prefix + c for c in on])
-    order = [prefix + "ts"] + ([prefix + "eid"] if prefix + "eid" in r.columns else [])
+    order = [prefix + "ts"] + ([prefix + "eid"] if "eid" in columns else [])
     order = [F.col(c).desc_nulls_last() if latest else F.col(c).asc_nulls_last() for c in order]
     w = Window.partitionBy(*([key] if isinstance(key, str) else key)).orderBy(*order)
     return j.withColumn("_rn", F.row_number().over(w)).filter("_rn = 1").drop("_rn")
@@ -330,7 +337,8 @@ def last_renewal(runs: RunSet, df: DataFrame, holder_col: str = "holder",
     (run_id, holder, ts) replaces holder_renewals."""
     r = (renewals if renewals is not None else holder_renewals(runs)).select(
         "run_id", F.col("holder").alias(holder_col), "ts")
-    j = last_before(df, r, ["run_id", holder_col], "_lr_")
+    j = last_before(df, r, ["run_id", holder_col], "_lr_",
+                    columns=["run_id", holder_col, "ts"])
     j = last_before(j, namenode_starts(runs), ["run_id"], "_ls_")
     return (j.withColumn("last_renew", F.greatest("_lr_ts", "_ls_ts"))
             .drop("_lr_ts", "_ls_ts"))

@@ -8,7 +8,7 @@ Every run is judged (there is always a folder to look at), so I1 never skips.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame, functions as F, types as T
 
 from ..load import RunSet
 from .common import Outcome, union_all, violation
@@ -22,8 +22,10 @@ def _driver_facts(runs: RunSet) -> DataFrame:
     """run_id, has_events, has_final: what the driver saw of each run folder."""
     rows = [(rid, bool(info.event_files), bool(info.has_final_state))
             for rid, info in runs.runs.items()]
-    return runs.spark.createDataFrame(rows, "run_id string, has_events boolean, "
-                                            "has_final boolean")
+    # a schema, not DDL text: through Spark Connect the server would parse the text
+    return runs.spark.createDataFrame(rows, T.StructType([
+        T.StructField("run_id", T.StringType()), T.StructField("has_events", T.BooleanType()),
+        T.StructField("has_final", T.BooleanType())]))
 
 
 def check_i1(runs: RunSet) -> Outcome:
