@@ -371,6 +371,27 @@ def test_replica_reported_has_the_reported_length():
     assert "nn.replica.reported" in agent.REPLACES["namenode"]
 
 
+def test_finalized_report_of_a_block_under_construction_is_reported():
+    """A FINALIZED replica reported for a block under construction whose storage is
+    already a location (the node reported the old GS FINALIZED before a close-stage
+    recovery) reaches addStoredBlockUnderConstruction only, not addStoredBlock: H1
+    needs it (HDFS-16146 on 3.4.2, RECEIVED_BLOCK blk_..._1003 from both nodes before
+    the COMPLETE). addStoredBlock's own rule leaves out the calls made from there, so
+    a report that goes on to addStoredBlock is one event, not two."""
+    rules = {r.name: r for r in agent.table_for("3.4.2")}
+    uc = rules["replica_reported_uc"]
+    assert (uc.cls, uc.method, uc.location, uc.event) == (
+        agent.BM, "addStoredBlockUnderConstruction", "AT ENTRY", "nn.replica.reported")
+    assert "FINALIZED" in uc.condition
+    assert 'callerEquals("addStoredBlockUnderConstruction")' in rules["replica_reported"].condition
+    ev, = agent.AgentMapper("namenode", "3.4.2", HOSTS).feed(
+        f"replica_reported_uc\t{T}\t7\tBlock report processor\t127.0.0.1:9863\t1073741825\t"
+        f"1003\t786432")
+    assert {k: ev[k] for k in ("event", "dn", "block", "gs", "len", "state", "rule")} == {
+        "event": "nn.replica.reported", "dn": "dn3", "block": 1073741825, "gs": 1003,
+        "len": 786432, "state": "FINALIZED", "rule": "replica_reported_uc"}
+
+
 def test_check_release_passes_a_release_and_names_what_a_build_lacks(monkeypatch):
     """`python -m harness.systems.hadoop.agent VERSION`, what a user runs on their own
     build: 0 on a release every rule fits, 1 with the missing member named when a

@@ -171,17 +171,39 @@ TABLE_3_4: list[AgentRule] = [
     # addStoredBlock: a RECEIVED_BLOCK, a full report's finalized replica, the last
     # report of a COMMITTED block, which may complete it inside the call: hence at entry),
     # with the reported block's GS and length; 3.3's and 3.2's log line prints the
-    # NameNode's stored length instead (3.4 prints the reported one)
+    # NameNode's stored length instead (3.4 prints the reported one). Not when called by
+    # addStoredBlockUnderConstruction: rule replica_reported_uc has that report already.
     AgentRule("replica_reported", "namenode", BM, "addStoredBlock",
               f"org.apache.hadoop.hdfs.protocol.Block addStoredBlock({_BMP}BlockInfo, "
               f"org.apache.hadoop.hdfs.protocol.Block, {_BMP}DatanodeStorageInfo, "
               f"{_BMP}DatanodeDescriptor, boolean)", "AT ENTRY", "nn.replica.reported",
               _f(dn="$3.getDatanodeDescriptor().getXferAddr()", block="$2.getBlockId()",
                  gs="$2.getGenerationStamp()", len="$2.getNumBytes()"),
+              condition="!callerEquals(\"addStoredBlockUnderConstruction\")",
               uses=((_BMP + "DatanodeStorageInfo", f"{_BMP}DatanodeDescriptor getDatanodeDescriptor()"),
                     ("org.apache.hadoop.hdfs.protocol.DatanodeID", "java.lang.String getXferAddr()"),
                     ("org.apache.hadoop.hdfs.protocol.Block", "long getBlockId()"),
-                    ("org.apache.hadoop.hdfs.protocol.Block", "long getGenerationStamp()"))),
+                    ("org.apache.hadoop.hdfs.protocol.Block", "long getGenerationStamp()"),
+                    (BM, "void addStoredBlockUnderConstruction("))),
+    # A FINALIZED replica reported for a block under construction (BlockManager.
+    # addStoredBlockUnderConstruction): the NameNode records its GS and length in the
+    # block's replica list (addReplicaIfNotPresent) and calls addStoredBlock only when the
+    # storage is not yet a location of the block. A node of a close-stage recovery
+    # reported the old GS FINALIZED first, so its report of the new GS reaches only here,
+    # and commitOrCompleteLastBlock counts that storage (HDFS-16146 on 3.4.2).
+    AgentRule("replica_reported_uc", "namenode", BM, "addStoredBlockUnderConstruction",
+              f"void addStoredBlockUnderConstruction({BM}$StatefulBlockInfo, "
+              f"{_BMP}DatanodeStorageInfo)", "AT ENTRY", "nn.replica.reported",
+              _f(dn="$2.getDatanodeDescriptor().getXferAddr()",
+                 block="$1.reportedBlock.getBlockId()",
+                 gs="$1.reportedBlock.getGenerationStamp()",
+                 len="$1.reportedBlock.getNumBytes()"),
+              condition="$1.reportedState.name().equals(\"FINALIZED\")",
+              uses=((BM + "$StatefulBlockInfo", "org.apache.hadoop.hdfs.protocol.Block reportedBlock;"),
+                    (BM + "$StatefulBlockInfo", "org.apache.hadoop.hdfs.server.common."
+                                                "HdfsServerConstants$ReplicaState reportedState;"),
+                    (_BMP + "DatanodeStorageInfo", f"{_BMP}DatanodeDescriptor getDatanodeDescriptor()"),
+                    ("org.apache.hadoop.hdfs.protocol.DatanodeID", "java.lang.String getXferAddr()"))),
     # A file closes: FSNamesystem.finalizeINodeFileUnderConstruction, called by
     # completeFile (FSDirWriteFileOp.completeFileInternal), by internalReleaseLease (all
     # blocks complete, or an empty last block removed) and by a closing
