@@ -292,6 +292,77 @@ def _(rid):
     return r.edit("client.pipeline.recovered", {}, pipeline=["dn1", "dn3"])
 
 
+def _create_setup_recovery(rid: str, last_acked_seqno=-1) -> Run:
+    """HDFS-17299's recipe on 3.4.2 with the agent: the new block's pipeline setup fails
+    twice (dn2, then dn3 refuse) and 3.4.1's setupPipelineForCreate recovers it on dn1
+    alone. With one node left DEFAULT asks for a replacement, but nothing was written
+    yet (stage PIPELINE_SETUP_CREATE, no packet acked: lastAckedSeqno -1), so
+    DataStreamer.addDatanode2ExistingPipeline returns without a node: not_needed."""
+    r = Run(rid)
+    start(r)
+    open_create(r, 1.0)
+    r.drop("client.pipeline.setup")
+    gs = 1001
+    for t, pipe, bad in ((1.1, PIPE, 1), (1.2, ["dn1", "dn3"], 1)):
+        r.ev(t, "c1", "client.pipeline.error", path="/f", block=1001, gs=gs,
+             stage="PIPELINE_SETUP_CREATE", pipeline=pipe, error_index=bad, bad_node=pipe[bad],
+             acked=None)
+        left = [d for d in pipe if d != pipe[bad]]
+        r.ev(t + 0.01, "c1", "client.pipeline.replace", path="/f", block=1001, gs=gs,
+             policy="DEFAULT", replication=3, remaining=len(left), hflushed=False,
+             append=False, best_effort=False, policy_says=len(left) <= 1,
+             stage="PIPELINE_SETUP_CREATE", last_acked_seqno=last_acked_seqno,
+             decision="not_needed", new_node=None, pipeline=left, source="hadoop-agent")
+        r.ev(t + 0.02, "nn", "nn.block.gs_bump", block=1001, old_gs=gs, gs=gs + 1,
+             reason="pipeline")
+        gs += 1
+    r.ev(1.25, "dn1", "dn.replica.state", block=1001, gs=1003, len=0, state="RBW")
+    r.ev(1.26, "nn", "nn.block.update_pipeline", block=1001, old_gs=1002, gs=1003,
+         pipeline=["dn1"], holder=C1)
+    r.ev(1.27, "c1", "client.pipeline.recovered", path="/f", block=1001, old_gs=1002,
+         gs=1003, pipeline=["dn1"])
+    write(r, 1.3, 0, 512)
+    close(r, 1.4, 512, gs=1003, pipeline=["dn1"])
+    end(r, 2.0)
+    r.final = final_state(
+        [{"path": "/f", "closed": True, "len": 512, "replication": 3,
+          "blocks": [{"block": 1001, "gs": 1003, "len": 512, "state": "COMPLETE",
+                      "locations": ["dn1"]}]}],
+        {"dn1": [replica(1001, 1003, 512)], "dn2": [], "dn3": [], "dn4": []},
+        readback={"/f": {"len": 512, "crc": crc("/f", 0, 512)}})
+    return r
+
+
+@case("P2-nothing-written-not-added", ("P2", "pass"))
+def _(rid):
+    """Hadoop's own return without a node (the shape of HDFS-17299's 3.4.2 run)."""
+    return _create_setup_recovery(rid)
+
+
+@case("P2-new-block-after-acks-not-added", ("P2", "fail"))
+def _(rid):
+    """The same setup failure once a packet of the stream was acked (a later block):
+    3.4 does not return early there, so a pipeline of one kept without a node is a
+    missed replacement."""
+    return _create_setup_recovery(rid, last_acked_seqno=3)
+
+
+@case("P2-nothing-written-but-added", ("P2", "fail"))
+def _(rid):
+    """With nothing written Hadoop adds no node: a client that added one did not do
+    what 3.4 does."""
+    return _create_setup_recovery(rid).edit(
+        "client.pipeline.replace", {"remaining": 1}, decision="added", new_node="dn4")
+
+
+@case("P2-create-stage-without-seqno", ("P2", "fail"))
+def _(rid):
+    """A create-stage event without last_acked_seqno cannot be judged: a failure that
+    says so, not a pass."""
+    return _create_setup_recovery(rid).edit("client.pipeline.replace", {"remaining": 1},
+                                            last_acked_seqno=None)
+
+
 # -- P3 no acked byte lost ----------------------------------------------------------------------
 
 @case("P3-short-replica", ("P3", "fail"))

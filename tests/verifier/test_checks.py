@@ -122,6 +122,13 @@ REASONS = [
     ("P1-write-after-error-without-recovery", "P1", "no client.pipeline.recovered"),
     ("P1-null-gs", "P1", "names no GS"),
     ("P1-null-bad-node", "P1", "names no bad node"),
+    ("P2-new-block-after-acks-not-added", "P2", "requires a replacement, decision was "
+                                                "not_needed"),
+    ("P2-nothing-written-but-added", "P2", "nothing written yet (stage PIPELINE_SETUP_CREATE, "
+                                           "no packet acked, not an append): Hadoop adds no "
+                                           "node, decision was added"),
+    ("P2-create-stage-without-seqno", "P2", "stage PIPELINE_SETUP_CREATE without "
+                                            "last_acked_seqno"),
     ("P3-member-without-replica", "P3", "dn4 is in the new pipeline but never held"),
     ("P7-blames-the-answerer", "P7", "the client blamed dn2, but the DataNodes' setup names dn3"),
     ("P7-could-not-connect-blames-other", "P7", "dn1 never logged the setup"),

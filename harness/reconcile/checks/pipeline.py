@@ -197,19 +197,34 @@ def replace_needed(policy, replication, remaining, hflushed, enable):
                   (r >= 3) & ((F.floor(r / 2) >= n) | ((r > n) & F.coalesce(hflushed, F.lit(False))))))
 
 
+def nothing_written(stage: Column, append: Column, last_acked_seqno: Column) -> Column:
+    """3.4 DataStreamer.addDatanode2ExistingPipeline's one return without a node: not an
+    append, no packet of the stream acked yet (lastAckedSeqno < 0) and the stage
+    PIPELINE_SETUP_CREATE (a new block's failed setup, recovered by 3.4.1's
+    setupPipelineForCreate): there is nothing to copy. Null when the stage is that one
+    but the event lacks last_acked_seqno."""
+    return ((F.coalesce(stage, F.lit("")) == _NEW_BLOCK_SETUP)
+            & ~F.coalesce(append, F.lit(False)) & (last_acked_seqno < 0))
+
+
 def check_p2(runs: RunSet) -> Outcome:
     """Policy: each client.pipeline.replace decision is what the policy gives for its own
-    inputs, best-effort is honoured, and `added` leads to a pipeline with the new node.
+    inputs, best-effort is honoured, and `added` leads to a pipeline with the new node;
+    where the policy asks for a node but nothing was written yet (`nothing_written`),
+    Hadoop adds none, and neither may the client.
     A closing pipeline is no exception: 3.4.0's DataStreamer.addDatanode2ExistingPipeline
     applies the policy in PIPELINE_CLOSE(_RECOVERY) too (HDFS-16146; earlier releases
     returned at once and closed the block on fewer replicas)."""
     rep = with_conf(runs, base(runs.of("client.pipeline.replace"), "path", "block", "policy",
                                "replication", "remaining", "hflushed", "decision",
-                               "new_node", "stage"))
+                               "new_node", "stage", "append", "last_acked_seqno"))
     policy = F.upper(F.coalesce(F.col("policy"), F.col("conf_policy")))
-    need = replace_needed(policy, F.col("replication"), F.col("remaining"), F.col("hflushed"),
+    says = replace_needed(policy, F.col("replication"), F.col("remaining"), F.col("hflushed"),
                           F.col("replace_enable"))
-    rep = rep.withColumn("need", need)
+    rep = (rep.withColumn("says", says)
+           .withColumn("early", nothing_written(F.col("stage"), F.col("append"),
+                                                F.col("last_acked_seqno")))
+           .withColumn("need", F.col("says") & ~F.col("early")))
     nxt = base(runs.of("client.pipeline.recovered", "client.pipeline.error",
                         "client.pipeline.replace"), "block", "pipeline")
     j = first_after(rep, nxt, ["run_id", "node", "block"], "n_")
@@ -227,8 +242,15 @@ def _p2_why(policy: Column) -> Column:
     breaks P2; null when it does not."""
     d = F.col("decision")
     tried = d.isin("added", "failed", "failed_best_effort")
-    return (F.when(F.col("need").isNull(),
+    return (F.when(F.col("says").isNull(),
                    "cannot apply the policy: policy, replication or remaining missing")
+            .when(F.col("need").isNull(),
+                  "cannot tell whether anything was written: stage PIPELINE_SETUP_CREATE "
+                  "without last_acked_seqno")
+            .when(F.col("early") & (d != "not_needed"),
+                  F.format_string("nothing written yet (stage %s, no packet acked, not an "
+                                  "append): Hadoop adds no node, decision was %s",
+                                  F.col("stage"), d))
             .when(F.col("need") & ~tried,
                   F.format_string("policy %s with replication %d, %d remaining, hflushed=%s "
                                   "requires a replacement, decision was %s", policy,
