@@ -566,6 +566,61 @@ def _(rid):
     return r
 
 
+def create_recovery_then_abandon(rid: str, next_pipeline: list, excluded=None) -> Run:
+    """3.4.1's setupPipelineForCreate (HDFS-17299's recipe on 3.4.2): none of block
+    1000's nodes dn2, dn3, dn4 accepts the client's connection. The setup is recovered
+    on the survivors twice (GS 1000 -> 1001 -> 1002; dn2, then dn3 leave the pipeline),
+    then, with dn4 alone failing, the block is abandoned and the next one allocated on
+    `next_pipeline` (`excluded` as the NameNode logged it; Hadoop's log gives none)."""
+    r = Run(rid)
+    start(r)
+    chain = [["dn2", "dn3", "dn4"], ["dn3", "dn4"], ["dn4"]]
+    r.ev(0.99, "nn", "nn.block.allocate", path="/f", block=1000, gs=1000, pipeline=chain[0],
+         holder=C1, excluded=[])
+    for i, pipe in enumerate(chain):
+        gs = 1000 + i
+        r.ev(0.991 + 0.001 * i, "c1", "client.pipeline.error", path="/f", block=1000, gs=gs,
+             stage="PIPELINE_SETUP_CREATE", pipeline=pipe, error_index=0, bad_node=pipe[0],
+             acked=None, error="ConnectException")
+        if i < len(chain) - 1:
+            r.ev(0.9915 + 0.001 * i, "nn", "nn.block.gs_bump", block=1000, old_gs=gs,
+                 gs=gs + 1, reason="pipeline")
+    r.ev(0.995, "c1", "client.pipeline.abandon", path="/f", block=1000, gs=1002,
+         bad_node="dn4")
+    r.ev(0.996, "nn", "nn.block.abandon", path="/f", block=1000, gs=1002, holder=C1)
+    open_create(r, 1.0, pipeline=next_pipeline)
+    r.edit("nn.block.allocate", {"block": 1001}, excluded=excluded)
+    write(r, 1.1, 0, 512)
+    write(r, 1.2, 512, 512)
+    close(r, 1.3, 1024, pipeline=next_pipeline)
+    end(r, 2.0)
+    r.final = final_state(
+        [{"path": "/f", "closed": True, "len": 1024, "replication": 3,
+          "blocks": [{"block": 1001, "gs": 1001, "len": 1024, "state": "COMPLETE",
+                      "locations": next_pipeline}]}],
+        {dn: ([replica(1001, 1001, 1024)] if dn in next_pipeline else [])
+         for dn in ["dn1", "dn2", "dn3", "dn4"]},
+        readback={"/f": {"len": 1024, "crc": crc("/f", 0, 1024)}})
+    return r
+
+
+@case("P7-recovered-setups-not-excluded", ("P7", "pass"))
+def _(rid):
+    """dn2 and dn3 left the pipeline by recovery, not by abandonBlock + addBlock: the
+    next block may be placed on them; dn4, blamed for the setup the block was abandoned
+    after, is not placed again."""
+    return create_recovery_then_abandon(rid, ["dn1", "dn2", "dn3"], excluded=["dn4"])
+
+
+@case("P7-abandoned-after-recovery-placed-again", ("P7", "fail"))
+def _(rid):
+    """The setup the block was abandoned after named dn4, which the next block is placed
+    on again (what Hadoop 3.4.2 does when it excludes an earlier node instead:
+    setupPipelineForCreate indexes the allocation's nodes with the shrunk pipeline's bad
+    index)."""
+    return create_recovery_then_abandon(rid, ["dn4", "dn3", "dn1"])
+
+
 # -- L1 one writer ------------------------------------------------------------------------------
 
 @case("L1-two-writers", ("L1", "fail"))

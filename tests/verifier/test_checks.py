@@ -134,6 +134,8 @@ REASONS = [
     ("P7-could-not-connect-blames-other", "P7", "dn1 never logged the setup"),
     ("P7-not-excluded", "P7", "the next addBlock excluded [], not dn3"),
     ("P7-placed-again", "P7", "placed on dn3 again"),
+    ("P7-abandoned-after-recovery-placed-again", "P7", "the next block 1001 was placed on dn4 "
+                                                       "again"),
     ("L5-old-addblock", "L5", "accepted nn.block.allocate from DFSClient_c1_100"),
     ("L5-old-update-pipeline", "L5", "accepted nn.block.update_pipeline from DFSClient_c1_100"),
     ("L5-old-abandon", "L5", "accepted nn.block.abandon from DFSClient_c1_100"),

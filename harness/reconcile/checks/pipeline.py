@@ -487,9 +487,13 @@ def check_p7(runs: RunSet) -> Outcome:
     logged the setup (the client could not connect), otherwise the first node's
     `first_bad_link` (the first node itself when it failed with none). The NameNode's next
     allocation for the file excludes that node (`excluded`, when logged) and does not
-    place it. A setup the first node reports as SUCCESS failed elsewhere, and one of a
-    block whose recovery had started may have been cut by it: not judged."""
-    judged = _p7_judged(runs)
+    place it. Only a setup whose block the client then abandoned is excluded so: 3.4.1's
+    DataStreamer.setupPipelineForCreate recovers a new block's failed setup on the
+    survivors first (the bad node only leaves the pipeline), and abandons the block
+    after its last failed setup. A setup the first node reports as SUCCESS failed
+    elsewhere, and one of a block whose recovery had started may have been cut by it:
+    not judged."""
+    judged = _p7_abandoned(runs, _p7_judged(runs))
     alloc = base(runs.of("nn.block.allocate"), "path", "block", "pipeline", "excluded") \
         .withColumnRenamed("pipeline", "a_pipeline")
     nxt = first_after(judged, alloc.select("run_id", "path", "ts", "eid", "block",
@@ -499,6 +503,7 @@ def check_p7(runs: RunSet) -> Outcome:
                   F.format_string("the client blamed %s, but the DataNodes' setup names %s "
                                   "(%s)", F.coalesce(F.col("bad_node"), F.lit("nobody")),
                                   F.col("named"), _p7_setup_said()))
+           .when(~F.col("abandoned"), F.lit(None).cast("string"))
            .when(F.col("n_excluded").isNotNull()
                  & ~F.array_contains(F.col("n_excluded"), F.col("named")),
                  F.format_string("the next addBlock excluded [%s], not %s",
@@ -540,6 +545,33 @@ def _p7_judged(runs: RunSet) -> DataFrame:
     return j.filter(F.col("named").isNotNull()).join(
         rec, (j["run_id"] == rec["_rr"]) & (j["block"] == rec["_rb"])
         & (rec["_rt"] <= j["ts"] + LOG_SLACK_S), "left_anti")
+
+
+def _p7_abandoned(runs: RunSet, judged: DataFrame) -> DataFrame:
+    """`judged` with `abandoned`: the client abandoned the block after this failed setup
+    (a client.pipeline.abandon or nn.block.abandon of the block at or after it) and no
+    later setup of the block failed in between (a recovered setup is not the one the
+    client then excludes a node for)."""
+    ab = (runs.of("client.pipeline.abandon", "nn.block.abandon")
+          .select(F.col("run_id").alias("_ar"), F.col("block").alias("_ab"),
+                  F.col("ts").alias("_at")))
+    first_ab = (judged.join(ab, (judged["run_id"] == ab["_ar"]) & (judged["block"] == ab["_ab"])
+                            & (ab["_at"] >= judged["ts"] - LOG_SLACK_S))
+                .groupBy("eid").agg(F.min("_at").alias("ab_ts")))
+    later = P7_STARTS[0].rows(runs).select(
+        F.col("run_id").alias("_lr"), F.col("node").alias("_ln"), F.col("block").alias("_lb"),
+        F.col("ts").alias("_lt"), F.col("eid").alias("_le"))
+    j = judged.join(first_ab, "eid", "left")
+    superseded = (j.join(later, (j["run_id"] == later["_lr"]) & (j["node"] == later["_ln"])
+                         & (j["block"] == later["_lb"]) & (later["_le"] != j["eid"])
+                         & ((later["_lt"] > j["ts"])
+                            | ((later["_lt"] == j["ts"]) & (later["_le"] > j["eid"])))
+                         & (later["_lt"] <= j["ab_ts"]))
+                  .select("eid").distinct().withColumn("_sup", F.lit(True)))
+    return (j.join(superseded, "eid", "left")
+            .withColumn("abandoned", F.col("ab_ts").isNotNull()
+                        & ~F.coalesce(F.col("_sup"), F.lit(False)))
+            .drop("_sup", "ab_ts"))
 
 
 def _p7_setup_said() -> Column:
