@@ -63,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--remote {args.remote!r} is not a Spark Connect URL: use "
                          f"sc://host:port, or off")
         os.environ["HDFS_CHAOS_SPARK_REMOTE"] = args.remote   # child processes too
+    if getattr(args, "no_hadoop_agent", False):
+        from harness.systems.hadoop import AGENT_ENV
+        os.environ[AGENT_ENV] = "off"       # the runs of spawned workers too
     try:
         return args.command(args)
     except KeyboardInterrupt:
@@ -217,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hadoop-version", default=None, metavar="V",
                    help="the Apache Hadoop release for --system hadoop (default 3.4.2; "
                         "implies --system hadoop)")
+    _agent_option(p)
     p.set_defaults(command=cmd_run)
 
     p = command("diff", help="run each scenario on the mini-HDFS and on Apache Hadoop, "
@@ -226,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=SCENARIO_ARGS).completer = _complete_scenarios
     p.add_argument("--hadoop-version", default=None, metavar="V",
                    help="the Apache Hadoop release (default 3.4.2)")
+    _agent_option(p)
     _out_option(p, "results", "where run folders and the diff go")
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="override every scenario's seed (the same on both systems)")
@@ -413,7 +418,15 @@ def _add_explore(command) -> None:
     p.add_argument("--spark-python-env", default=None, metavar="ARCHIVE",
                    help="a packed Python environment (venv-pack/conda-pack .tar.gz) the "
                         "executors run the schedules with (default: their own python)")
+    _agent_option(p)
     p.set_defaults(command=cmd_explore)
+
+
+def _agent_option(p) -> None:
+    p.add_argument("--no-hadoop-agent", action="store_true",
+                   help="no Byteman agent in the Hadoop JVMs, whatever cluster.hadoop_agent "
+                        "says (default: on where the release has rules, 3.2-3.4; "
+                        "docs/hadoop.md)")
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
@@ -482,6 +495,7 @@ def _add_known_bugs(command) -> None:
                    help="override every scenario's seed")
     p.add_argument("--keep", action="store_true", help="keep the clusters' storage after the runs")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    _agent_option(p)
     p.set_defaults(command=cmd_known_bugs)
 
 

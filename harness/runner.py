@@ -121,6 +121,7 @@ class Run:
         self.phase = "start"
         self._settle_polls, self._settle_next_poll = 0, 0.0   # _settled_out_of_reach
         self.holds = None                         # harness.exact.HoldServer, if exact triggers
+        self.held: set = set()                    # ids of the faults the hold channel fires
         self.pipelines = None                     # harness.pipelines.LivePipelines, if positions
 
     # -- the run -----------------------------------------------------------------------
@@ -195,7 +196,7 @@ class Run:
         engine = self.engine = TriggerEngine(self.events_dir, self.start_ts, self._on_fire)
         for fault in sc.faults:
             # an exact trigger is fired by the hold channel (harness.exact), not the engine
-            if self.holds is None or not _is_exact(fault.at):
+            if fault.id not in self.held:
                 engine.add(("inject", fault.id), fault.at)
             if fault.heal_trigger is not None:
                 engine.add(("heal", fault.id), fault.heal_trigger)
@@ -438,6 +439,17 @@ class Run:
                            f"cluster.hadoop_agent; on {self.system.name} {len(exact)} exact "
                            f"trigger(s) fire as ordinary event triggers")
             return
+        # a system may hold some events only (hadoop: those its agent makes); the others
+        # fire as ordinary event triggers
+        can_hold = getattr(self.system, "can_hold", None)
+        unheld = [f for f in exact if can_hold is not None and not can_hold(f.at)]
+        if unheld:
+            events = ", ".join(f.at.event for f in unheld)
+            self._progress(f"{self.system.name} cannot hold {events}: "
+                           f"{len(unheld)} exact trigger(s) fire as ordinary event triggers")
+            exact = [f for f in exact if f not in unheld]
+            if not exact:
+                return
         from harness.exact import HoldServer
         # a system that announces something else than contract records (the Hadoop
         # agent's lines) says how to read them (its hold_hooks)
@@ -447,6 +459,7 @@ class Run:
             "harness.hold.release", **fields), **extra)
         for fault in exact:
             holds.add(("inject", fault.id), fault.at)
+            self.held.add(fault.id)
         self.holds = holds.start()
         self._saved_env = {k: os.environ.get(k) for k in holds.env()}
         os.environ.update(holds.env())   # the local backend's processes inherit it

@@ -60,6 +60,9 @@ FIELDS = [
     ("hflushed", T.BooleanType()), ("decision", T.StringType()),
     ("new_node", T.StringType()), ("seqno", T.LongType()), ("op_id", T.StringType()),
     ("client", T.StringType()),
+    # client.pipeline.replace of the Hadoop agent: P2 reads them (Hadoop adds no node to
+    # a new block with nothing written)
+    ("append", T.BooleanType()), ("last_acked_seqno", T.LongType()),
     # client, added by hdfs-chaos (docs/events.md, "Event fields")
     ("stream", T.LongType()), ("stream_crc", T.LongType()), ("content", T.StringType()),
     # harness

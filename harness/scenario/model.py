@@ -177,9 +177,11 @@ class Cluster:
     hadoop_version: str | None = spec(Str(r"^[0-9]+\.[0-9]+\.[0-9]+$", "a release such as 3.4.2"),
                                       "the Apache Hadoop release when system is hadoop "
                                       "(default 3.4.2)", default=None)
-    hadoop_agent: bool = spec(Bool(), "hadoop only: a Byteman agent in every daemon and "
-                              "workload client JVM writes events the logs lack "
-                              "(events/<node>-agent.jsonl; docs/hadoop.md)", default=False)
+    hadoop_agent: bool | None = spec(Bool(), "hadoop only: a Byteman agent in every daemon "
+                                     "and workload client JVM writes events the logs lack "
+                                     "(events/<node>-agent.jsonl; docs/hadoop.md); default: "
+                                     "on where the release has a rule table (3.2-3.4), "
+                                     "else off", default=None)
 
     def __hash__(self) -> int:  # racks and config are dicts
         return hash((self.datanodes, len(self.racks), len(self.config), self.system))

@@ -229,7 +229,7 @@ def test_replace_added():
         f"[{_dn(9861)}, {_dn(9862)}]\tfalse\ttrue\ttrue",
         # the streamer renamed its thread in between: the call is joined on its id
         f"replace_done\t{T}\t7\tDataStreamer for file /f blk_2\t/f\tBP-1:blk_1073741825_1002\t"
-        f"[{_dn(9861)}, {_dn(9862)}, {_dn(9863)}]\tDATA_STREAMING"])
+        f"[{_dn(9861)}, {_dn(9862)}, {_dn(9863)}]\tDATA_STREAMING\t4"])
     assert {k: ev[k] for k in ("event", "path", "block", "gs", "policy", "replication",
                                "remaining", "hflushed", "decision", "new_node", "pipeline",
                                "best_effort", "stage")} == {
@@ -244,7 +244,7 @@ def test_replace_not_needed_and_appended_counts_as_hflushed():
         f"replace_policy\t{T}\t7\tt\tDEFAULT\tfalse\t3\t[{_dn(9861)}, {_dn(9862)}]\ttrue\t"
         f"false\tfalse",
         f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}, {_dn(9862)}]\t"
-        "DATA_STREAMING"])
+        "DATA_STREAMING\t4"])
     assert (ev["decision"], ev["new_node"], ev["hflushed"], ev["append"]) == \
         ("not_needed", None, True, True)
 
@@ -253,19 +253,25 @@ def test_replace_failed_best_effort_and_failed():
     head = (f"replace_policy\t{T}\t7\tt\tALWAYS\ttrue\t3\t[{_dn(9861)}]\tfalse\tfalse\t"
             f"true")
     ev, = _replace([head, f"replace_add_failed\t{T}\t7\tt\tIOException",
-                    f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]\tPIPELINE_CLOSE"])
+                    f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]\tPIPELINE_CLOSE\t"
+                    "12"])
     assert (ev["decision"], ev["error"], ev["best_effort"]) == \
         ("failed_best_effort", "IOException", True)
     ev, = _replace([head, f"replace_add_failed\t{T}\t7\tt\tIOException",
-                    f"replace_failed\t{T}\t7\tt\t/f\tBP-1:blk_5_6\tIOException\tDATA_STREAMING"])
+                    f"replace_failed\t{T}\t7\tt\t/f\tBP-1:blk_5_6\tIOException\tDATA_STREAMING\t4"])
     assert (ev["decision"], ev["pipeline"]) == ("failed", None)
 
 
 def test_replace_needed_but_nothing_to_copy_adds_no_node():
+    """3.4's addDatanode2ExistingPipeline returns without a node for a new block's setup
+    before any packet of the stream was acked (HDFS-17299's recipe on 3.4.2): the event
+    carries the stage and lastAckedSeqno that let P2 tell it from a missed node."""
     ev, = _replace([
-        f"replace_policy\t{T}\t7\tt\tALWAYS\tfalse\t3\t[{_dn(9861)}]\tfalse\tfalse\ttrue",
-        f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]\tPIPELINE_CLOSE"])
-    assert (ev["policy_says"], ev["decision"], ev["new_node"]) == (True, "not_needed", None)
+        f"replace_policy\t{T}\t7\tt\tDEFAULT\tfalse\t3\t[{_dn(9861)}]\tfalse\tfalse\ttrue",
+        f"replace_done\t{T}\t7\tt\t/f\tBP-1:blk_5_6\t[{_dn(9861)}]\tPIPELINE_SETUP_CREATE\t-1"])
+    assert (ev["policy_says"], ev["decision"], ev["new_node"], ev["stage"],
+            ev["last_acked_seqno"], ev["append"]) == \
+        (True, "not_needed", None, "PIPELINE_SETUP_CREATE", -1, False)
 
 
 @pytest.mark.parametrize("line", ["", "garbage", "block_complete\tnot-a-time\t7\tt\tb\t1\t/p",
@@ -369,6 +375,27 @@ def test_replica_reported_has_the_reported_length():
         "event": "nn.replica.reported", "dn": "dn2", "block": 1073741825, "gs": 1002,
         "len": 1048576, "state": "FINALIZED"}
     assert "nn.replica.reported" in agent.REPLACES["namenode"]
+
+
+def test_finalized_report_of_a_block_under_construction_is_reported():
+    """A FINALIZED replica reported for a block under construction whose storage is
+    already a location (the node reported the old GS FINALIZED before a close-stage
+    recovery) reaches addStoredBlockUnderConstruction only, not addStoredBlock: H1
+    needs it (HDFS-16146 on 3.4.2, RECEIVED_BLOCK blk_..._1003 from both nodes before
+    the COMPLETE). addStoredBlock's own rule leaves out the calls made from there, so
+    a report that goes on to addStoredBlock is one event, not two."""
+    rules = {r.name: r for r in agent.table_for("3.4.2")}
+    uc = rules["replica_reported_uc"]
+    assert (uc.cls, uc.method, uc.location, uc.event) == (
+        agent.BM, "addStoredBlockUnderConstruction", "AT ENTRY", "nn.replica.reported")
+    assert "FINALIZED" in uc.condition
+    assert 'callerEquals("addStoredBlockUnderConstruction")' in rules["replica_reported"].condition
+    ev, = agent.AgentMapper("namenode", "3.4.2", HOSTS).feed(
+        f"replica_reported_uc\t{T}\t7\tBlock report processor\t127.0.0.1:9863\t1073741825\t"
+        f"1003\t786432")
+    assert {k: ev[k] for k in ("event", "dn", "block", "gs", "len", "state", "rule")} == {
+        "event": "nn.replica.reported", "dn": "dn3", "block": 1073741825, "gs": 1003,
+        "len": 786432, "state": "FINALIZED", "rule": "replica_reported_uc"}
 
 
 def test_check_release_passes_a_release_and_names_what_a_build_lacks(monkeypatch):

@@ -1,4 +1,5 @@
-"""The Hadoop agent's wiring: off by default; `cluster.hadoop_agent: true` gives every
+"""The Hadoop agent's wiring: on by default where the release has rules (3.2-3.4), off on
+2.x, `cluster.hadoop_agent: false` or --no-hadoop-agent turn it off; the agent gives every
 daemon and workload client JVM (not the harness's own) `-javaagent:<byteman>=script:
 <generated .btm>` and its agent file; a missing jar is a one-line error naming the fix;
 the agent's lines are followed into events/<node>-agent.jsonl; an agent log without an
@@ -150,7 +151,7 @@ def test_scenario_option_and_an_unsupported_release():
     sc, issues = check_scenario_text(text)
     assert issues == [] and sc.cluster.hadoop_agent is True
     assert check_scenario_text(text.replace(", hadoop_agent: true", ""))[0].cluster \
-        .hadoop_agent is False
+        .hadoop_agent is None       # the default: the system decides (agent_on)
     assert check_scenario_text(text.replace("true}", "yes please}"))[1]
     assert not [i for i in get_system("hadoop", "3.4.2").issues(sc) if "agent" in i]
     issues = get_system("hadoop", "2.9.0").issues(sc)
@@ -193,7 +194,7 @@ def test_the_run_records_whether_the_agent_was_on(tmp_path, monkeypatch):
             "workload: [{id: w1, op: write, client: c1, path: /a, size: 1}]\n")
     sc, _ = check_scenario_text(text)
     assert get_system("hadoop", "3.4.2").run_fields(sc) == {"hadoop_agent": True}
-    off, _ = check_scenario_text(text.replace(", hadoop_agent: true", ""))
+    off, _ = check_scenario_text(text.replace("hadoop_agent: true", "hadoop_agent: false"))
     assert get_system("hadoop", "3.4.2").run_fields(off) == {"hadoop_agent": False}
     assert get_system("minihdfs").run_fields(sc) == {}
     # the runner writes them into its first event (the run is stopped before it touches
@@ -211,3 +212,113 @@ def test_the_run_records_whether_the_agent_was_on(tmp_path, monkeypatch):
     lines = [json.loads(l) for l in open(os.path.join(run.events_dir, "harness.jsonl"))]
     start = next(e for e in lines if e["event"] == "harness.run.start")
     assert (start["system"], start["hadoop_agent"]) == ("hadoop", True)
+
+
+_PLAIN = ("name: a\ncluster: {system: hadoop}\n"
+          "workload: [{id: w1, op: write, client: c1, path: /a, size: 1}]\n")
+
+
+@pytest.mark.parametrize("release, on", [("3.4.2", True), ("3.3.6", True), ("3.2.4", True),
+                                         ("2.9.0", False), ("2.10.2", False)])
+def test_the_agent_is_on_by_default_where_the_release_has_rules(release, on, monkeypatch):
+    """No `hadoop_agent` in the scenario: on where agent.table_for has a table, silently off
+    on 2.x; run_fields records what the run gets, and capabilities follow it."""
+    from harness.scenario.loader import check_scenario_text
+    from harness.systems import get_system
+    monkeypatch.delenv("HDFS_CHAOS_HADOOP_AGENT", raising=False)
+    sc, issues = check_scenario_text(_PLAIN)
+    assert issues == []
+    h = get_system("hadoop", release)
+    assert h.agent_on(sc) is on
+    assert h.run_fields(sc) == {"hadoop_agent": on}
+    assert not [i for i in h.issues(sc) if "agent" in i]      # 2.x: no error either
+    assert h.capabilities(h.run_fields(sc)).exact_injection is on
+    assert ("P2" in h.capabilities(h.run_fields(sc)).unobservable) is (not on)
+
+
+def test_false_or_the_cli_flag_turns_the_agent_off(monkeypatch):
+    from harness.cli import main
+    from harness.scenario.loader import check_scenario_text
+    from harness.systems import get_system
+    from harness.systems.hadoop import AGENT_ENV
+    monkeypatch.delenv(AGENT_ENV, raising=False)
+    h = get_system("hadoop", "3.4.2")
+    off, _ = check_scenario_text(_PLAIN.replace("hadoop}", "hadoop, hadoop_agent: false}"))
+    assert h.run_fields(off) == {"hadoop_agent": False}
+    on, _ = check_scenario_text(_PLAIN.replace("hadoop}", "hadoop, hadoop_agent: true}"))
+    # --no-hadoop-agent (the environment, for spawned workers too) wins over the scenario
+    # and over an explicit true, which then asks nothing of the release either
+    monkeypatch.setattr("harness.cli.cmd_validate", lambda args: 0)
+    assert main(["validate", "x.yaml"]) == 0 and AGENT_ENV not in os.environ
+    seen = {}
+
+    def run(args):
+        seen["env"] = os.environ.get(AGENT_ENV)
+        return 0
+    monkeypatch.setattr("harness.cli.cmd_run", run)
+    assert main(["run", "--no-hadoop-agent", "x.yaml"]) == 0
+    assert seen["env"] == "off"
+    assert h.run_fields(on) == {"hadoop_agent": False}
+    assert h.run_fields(check_scenario_text(_PLAIN)[0]) == {"hadoop_agent": False}
+    assert get_system("hadoop", "2.9.0").issues(on) == []
+    for command in (["diff", "x.yaml"], ["explore", "b.yaml"], ["known-bugs"]):
+        from harness.cli import build_parser
+        assert build_parser().parse_args(command + ["--no-hadoop-agent"]).no_hadoop_agent
+
+
+def test_an_exact_trigger_the_agent_cannot_hold(monkeypatch):
+    """Asked for (`hadoop_agent: true`), an exact trigger on a log-only event is an error;
+    on by default, it fires as an ordinary event trigger (can_hold says which)."""
+    from harness.scenario.loader import check_scenario_text
+    from harness.systems import get_system
+    monkeypatch.delenv("HDFS_CHAOS_HADOOP_AGENT", raising=False)
+    text = _PLAIN + ("faults: [{id: f, kind: pause, target: dn1, duration: 1s,\n"
+                     "          at: {event: client.hflush, exact: true}}]\n")
+    sc, issues = check_scenario_text(text)
+    assert issues == []
+    h = get_system("hadoop", "3.4.2")
+    assert h.issues(sc) == [] and h.agent_on(sc)
+    assert not h.can_hold(sc.faults[0].at)
+    asked, _ = check_scenario_text(text.replace("hadoop}", "hadoop, hadoop_agent: true}"))
+    assert [i for i in h.issues(asked) if i.startswith("fault f: exact: true on client.hflush")]
+
+
+def test_the_runner_holds_what_the_agent_can_hold_and_triggers_the_rest(tmp_path, monkeypatch):
+    """On by default with an exact trigger on a log-only event: the hold channel takes the
+    holdable fault, the trigger engine the other (it fires on the adapted log event)."""
+    import harness.runner as runner_mod
+    from harness.runner import Run
+    from harness.scenario.loader import check_scenario_text
+    from harness.systems import get_system
+    monkeypatch.delenv("HDFS_CHAOS_HADOOP_AGENT", raising=False)
+    text = _PLAIN + ("faults:\n"
+                     "  - {id: held, kind: kill, target: dn2,\n"
+                     "     at: {event: dn.pipeline.setup, node: dn2, exact: true}}\n"
+                     "  - {id: logged, kind: pause, target: dn1, duration: 1s,\n"
+                     "     at: {event: client.hflush, exact: true}}\n")
+    sc, issues = check_scenario_text(text)
+    assert issues == []
+    said = []
+    run = Run(sc, "local", str(tmp_path / "out"), 1, False, said.append,
+              system=get_system("hadoop", "3.4.2"))
+    run._start_holds()
+    try:
+        assert run.holds is not None and run.held == {"held"}
+        assert any("cannot hold client.hflush" in line for line in said)
+        added = []
+
+        class Engine:
+            def __init__(self, *a):
+                pass
+
+            def add(self, key, trigger):
+                added.append(key)
+
+            def start(self):
+                raise RuntimeError("stop here")
+        monkeypatch.setattr(runner_mod, "TriggerEngine", Engine)
+        with pytest.raises(RuntimeError, match="stop here"):
+            run._drive()
+        assert ("inject", "logged") in added and ("inject", "held") not in added
+    finally:
+        run._stop_holds()

@@ -292,6 +292,77 @@ def _(rid):
     return r.edit("client.pipeline.recovered", {}, pipeline=["dn1", "dn3"])
 
 
+def _create_setup_recovery(rid: str, last_acked_seqno=-1) -> Run:
+    """HDFS-17299's recipe on 3.4.2 with the agent: the new block's pipeline setup fails
+    twice (dn2, then dn3 refuse) and 3.4.1's setupPipelineForCreate recovers it on dn1
+    alone. With one node left DEFAULT asks for a replacement, but nothing was written
+    yet (stage PIPELINE_SETUP_CREATE, no packet acked: lastAckedSeqno -1), so
+    DataStreamer.addDatanode2ExistingPipeline returns without a node: not_needed."""
+    r = Run(rid)
+    start(r)
+    open_create(r, 1.0)
+    r.drop("client.pipeline.setup")
+    gs = 1001
+    for t, pipe, bad in ((1.1, PIPE, 1), (1.2, ["dn1", "dn3"], 1)):
+        r.ev(t, "c1", "client.pipeline.error", path="/f", block=1001, gs=gs,
+             stage="PIPELINE_SETUP_CREATE", pipeline=pipe, error_index=bad, bad_node=pipe[bad],
+             acked=None)
+        left = [d for d in pipe if d != pipe[bad]]
+        r.ev(t + 0.01, "c1", "client.pipeline.replace", path="/f", block=1001, gs=gs,
+             policy="DEFAULT", replication=3, remaining=len(left), hflushed=False,
+             append=False, best_effort=False, policy_says=len(left) <= 1,
+             stage="PIPELINE_SETUP_CREATE", last_acked_seqno=last_acked_seqno,
+             decision="not_needed", new_node=None, pipeline=left, source="hadoop-agent")
+        r.ev(t + 0.02, "nn", "nn.block.gs_bump", block=1001, old_gs=gs, gs=gs + 1,
+             reason="pipeline")
+        gs += 1
+    r.ev(1.25, "dn1", "dn.replica.state", block=1001, gs=1003, len=0, state="RBW")
+    r.ev(1.26, "nn", "nn.block.update_pipeline", block=1001, old_gs=1002, gs=1003,
+         pipeline=["dn1"], holder=C1)
+    r.ev(1.27, "c1", "client.pipeline.recovered", path="/f", block=1001, old_gs=1002,
+         gs=1003, pipeline=["dn1"])
+    write(r, 1.3, 0, 512)
+    close(r, 1.4, 512, gs=1003, pipeline=["dn1"])
+    end(r, 2.0)
+    r.final = final_state(
+        [{"path": "/f", "closed": True, "len": 512, "replication": 3,
+          "blocks": [{"block": 1001, "gs": 1003, "len": 512, "state": "COMPLETE",
+                      "locations": ["dn1"]}]}],
+        {"dn1": [replica(1001, 1003, 512)], "dn2": [], "dn3": [], "dn4": []},
+        readback={"/f": {"len": 512, "crc": crc("/f", 0, 512)}})
+    return r
+
+
+@case("P2-nothing-written-not-added", ("P2", "pass"))
+def _(rid):
+    """Hadoop's own return without a node (the shape of HDFS-17299's 3.4.2 run)."""
+    return _create_setup_recovery(rid)
+
+
+@case("P2-new-block-after-acks-not-added", ("P2", "fail"))
+def _(rid):
+    """The same setup failure once a packet of the stream was acked (a later block):
+    3.4 does not return early there, so a pipeline of one kept without a node is a
+    missed replacement."""
+    return _create_setup_recovery(rid, last_acked_seqno=3)
+
+
+@case("P2-nothing-written-but-added", ("P2", "fail"))
+def _(rid):
+    """With nothing written Hadoop adds no node: a client that added one did not do
+    what 3.4 does."""
+    return _create_setup_recovery(rid).edit(
+        "client.pipeline.replace", {"remaining": 1}, decision="added", new_node="dn4")
+
+
+@case("P2-create-stage-without-seqno", ("P2", "fail"))
+def _(rid):
+    """A create-stage event without last_acked_seqno cannot be judged: a failure that
+    says so, not a pass."""
+    return _create_setup_recovery(rid).edit("client.pipeline.replace", {"remaining": 1},
+                                            last_acked_seqno=None)
+
+
 # -- P3 no acked byte lost ----------------------------------------------------------------------
 
 @case("P3-short-replica", ("P3", "fail"))
@@ -493,6 +564,61 @@ def _(rid):
     r.ev(0.9901, "nn", "nn.recovery.start", path="/f", block=1000, gs=1000, recovery_id=1002,
          primary="dn2", pipeline=PIPE)
     return r
+
+
+def create_recovery_then_abandon(rid: str, next_pipeline: list, excluded=None) -> Run:
+    """3.4.1's setupPipelineForCreate (HDFS-17299's recipe on 3.4.2): none of block
+    1000's nodes dn2, dn3, dn4 accepts the client's connection. The setup is recovered
+    on the survivors twice (GS 1000 -> 1001 -> 1002; dn2, then dn3 leave the pipeline),
+    then, with dn4 alone failing, the block is abandoned and the next one allocated on
+    `next_pipeline` (`excluded` as the NameNode logged it; Hadoop's log gives none)."""
+    r = Run(rid)
+    start(r)
+    chain = [["dn2", "dn3", "dn4"], ["dn3", "dn4"], ["dn4"]]
+    r.ev(0.99, "nn", "nn.block.allocate", path="/f", block=1000, gs=1000, pipeline=chain[0],
+         holder=C1, excluded=[])
+    for i, pipe in enumerate(chain):
+        gs = 1000 + i
+        r.ev(0.991 + 0.001 * i, "c1", "client.pipeline.error", path="/f", block=1000, gs=gs,
+             stage="PIPELINE_SETUP_CREATE", pipeline=pipe, error_index=0, bad_node=pipe[0],
+             acked=None, error="ConnectException")
+        if i < len(chain) - 1:
+            r.ev(0.9915 + 0.001 * i, "nn", "nn.block.gs_bump", block=1000, old_gs=gs,
+                 gs=gs + 1, reason="pipeline")
+    r.ev(0.995, "c1", "client.pipeline.abandon", path="/f", block=1000, gs=1002,
+         bad_node="dn4")
+    r.ev(0.996, "nn", "nn.block.abandon", path="/f", block=1000, gs=1002, holder=C1)
+    open_create(r, 1.0, pipeline=next_pipeline)
+    r.edit("nn.block.allocate", {"block": 1001}, excluded=excluded)
+    write(r, 1.1, 0, 512)
+    write(r, 1.2, 512, 512)
+    close(r, 1.3, 1024, pipeline=next_pipeline)
+    end(r, 2.0)
+    r.final = final_state(
+        [{"path": "/f", "closed": True, "len": 1024, "replication": 3,
+          "blocks": [{"block": 1001, "gs": 1001, "len": 1024, "state": "COMPLETE",
+                      "locations": next_pipeline}]}],
+        {dn: ([replica(1001, 1001, 1024)] if dn in next_pipeline else [])
+         for dn in ["dn1", "dn2", "dn3", "dn4"]},
+        readback={"/f": {"len": 1024, "crc": crc("/f", 0, 1024)}})
+    return r
+
+
+@case("P7-recovered-setups-not-excluded", ("P7", "pass"))
+def _(rid):
+    """dn2 and dn3 left the pipeline by recovery, not by abandonBlock + addBlock: the
+    next block may be placed on them; dn4, blamed for the setup the block was abandoned
+    after, is not placed again."""
+    return create_recovery_then_abandon(rid, ["dn1", "dn2", "dn3"], excluded=["dn4"])
+
+
+@case("P7-abandoned-after-recovery-placed-again", ("P7", "fail"))
+def _(rid):
+    """The setup the block was abandoned after named dn4, which the next block is placed
+    on again (what Hadoop 3.4.2 does when it excludes an earlier node instead:
+    setupPipelineForCreate indexes the allocation's nodes with the shrunk pipeline's bad
+    index)."""
+    return create_recovery_then_abandon(rid, ["dn4", "dn3", "dn1"])
 
 
 # -- L1 one writer ------------------------------------------------------------------------------

@@ -122,11 +122,20 @@ REASONS = [
     ("P1-write-after-error-without-recovery", "P1", "no client.pipeline.recovered"),
     ("P1-null-gs", "P1", "names no GS"),
     ("P1-null-bad-node", "P1", "names no bad node"),
+    ("P2-new-block-after-acks-not-added", "P2", "requires a replacement, decision was "
+                                                "not_needed"),
+    ("P2-nothing-written-but-added", "P2", "nothing written yet (stage PIPELINE_SETUP_CREATE, "
+                                           "no packet acked, not an append): Hadoop adds no "
+                                           "node, decision was added"),
+    ("P2-create-stage-without-seqno", "P2", "stage PIPELINE_SETUP_CREATE without "
+                                            "last_acked_seqno"),
     ("P3-member-without-replica", "P3", "dn4 is in the new pipeline but never held"),
     ("P7-blames-the-answerer", "P7", "the client blamed dn2, but the DataNodes' setup names dn3"),
     ("P7-could-not-connect-blames-other", "P7", "dn1 never logged the setup"),
     ("P7-not-excluded", "P7", "the next addBlock excluded [], not dn3"),
     ("P7-placed-again", "P7", "placed on dn3 again"),
+    ("P7-abandoned-after-recovery-placed-again", "P7", "the next block 1001 was placed on dn4 "
+                                                       "again"),
     ("L5-old-addblock", "L5", "accepted nn.block.allocate from DFSClient_c1_100"),
     ("L5-old-update-pipeline", "L5", "accepted nn.block.update_pipeline from DFSClient_c1_100"),
     ("L5-old-abandon", "L5", "accepted nn.block.abandon from DFSClient_c1_100"),

@@ -197,19 +197,34 @@ def replace_needed(policy, replication, remaining, hflushed, enable):
                   (r >= 3) & ((F.floor(r / 2) >= n) | ((r > n) & F.coalesce(hflushed, F.lit(False))))))
 
 
+def nothing_written(stage: Column, append: Column, last_acked_seqno: Column) -> Column:
+    """3.4 DataStreamer.addDatanode2ExistingPipeline's one return without a node: not an
+    append, no packet of the stream acked yet (lastAckedSeqno < 0) and the stage
+    PIPELINE_SETUP_CREATE (a new block's failed setup, recovered by 3.4.1's
+    setupPipelineForCreate): there is nothing to copy. Null when the stage is that one
+    but the event lacks last_acked_seqno."""
+    return ((F.coalesce(stage, F.lit("")) == _NEW_BLOCK_SETUP)
+            & ~F.coalesce(append, F.lit(False)) & (last_acked_seqno < 0))
+
+
 def check_p2(runs: RunSet) -> Outcome:
     """Policy: each client.pipeline.replace decision is what the policy gives for its own
-    inputs, best-effort is honoured, and `added` leads to a pipeline with the new node.
+    inputs, best-effort is honoured, and `added` leads to a pipeline with the new node;
+    where the policy asks for a node but nothing was written yet (`nothing_written`),
+    Hadoop adds none, and neither may the client.
     A closing pipeline is no exception: 3.4.0's DataStreamer.addDatanode2ExistingPipeline
     applies the policy in PIPELINE_CLOSE(_RECOVERY) too (HDFS-16146; earlier releases
     returned at once and closed the block on fewer replicas)."""
     rep = with_conf(runs, base(runs.of("client.pipeline.replace"), "path", "block", "policy",
                                "replication", "remaining", "hflushed", "decision",
-                               "new_node", "stage"))
+                               "new_node", "stage", "append", "last_acked_seqno"))
     policy = F.upper(F.coalesce(F.col("policy"), F.col("conf_policy")))
-    need = replace_needed(policy, F.col("replication"), F.col("remaining"), F.col("hflushed"),
+    says = replace_needed(policy, F.col("replication"), F.col("remaining"), F.col("hflushed"),
                           F.col("replace_enable"))
-    rep = rep.withColumn("need", need)
+    rep = (rep.withColumn("says", says)
+           .withColumn("early", nothing_written(F.col("stage"), F.col("append"),
+                                                F.col("last_acked_seqno")))
+           .withColumn("need", F.col("says") & ~F.col("early")))
     nxt = base(runs.of("client.pipeline.recovered", "client.pipeline.error",
                         "client.pipeline.replace"), "block", "pipeline")
     j = first_after(rep, nxt, ["run_id", "node", "block"], "n_")
@@ -227,8 +242,15 @@ def _p2_why(policy: Column) -> Column:
     breaks P2; null when it does not."""
     d = F.col("decision")
     tried = d.isin("added", "failed", "failed_best_effort")
-    return (F.when(F.col("need").isNull(),
+    return (F.when(F.col("says").isNull(),
                    "cannot apply the policy: policy, replication or remaining missing")
+            .when(F.col("need").isNull(),
+                  "cannot tell whether anything was written: stage PIPELINE_SETUP_CREATE "
+                  "without last_acked_seqno")
+            .when(F.col("early") & (d != "not_needed"),
+                  F.format_string("nothing written yet (stage %s, no packet acked, not an "
+                                  "append): Hadoop adds no node, decision was %s",
+                                  F.col("stage"), d))
             .when(F.col("need") & ~tried,
                   F.format_string("policy %s with replication %d, %d remaining, hflushed=%s "
                                   "requires a replacement, decision was %s", policy,
@@ -465,9 +487,13 @@ def check_p7(runs: RunSet) -> Outcome:
     logged the setup (the client could not connect), otherwise the first node's
     `first_bad_link` (the first node itself when it failed with none). The NameNode's next
     allocation for the file excludes that node (`excluded`, when logged) and does not
-    place it. A setup the first node reports as SUCCESS failed elsewhere, and one of a
-    block whose recovery had started may have been cut by it: not judged."""
-    judged = _p7_judged(runs)
+    place it. Only a setup whose block the client then abandoned is excluded so: 3.4.1's
+    DataStreamer.setupPipelineForCreate recovers a new block's failed setup on the
+    survivors first (the bad node only leaves the pipeline), and abandons the block
+    after its last failed setup. A setup the first node reports as SUCCESS failed
+    elsewhere, and one of a block whose recovery had started may have been cut by it:
+    not judged."""
+    judged = _p7_abandoned(runs, _p7_judged(runs))
     alloc = base(runs.of("nn.block.allocate"), "path", "block", "pipeline", "excluded") \
         .withColumnRenamed("pipeline", "a_pipeline")
     nxt = first_after(judged, alloc.select("run_id", "path", "ts", "eid", "block",
@@ -477,6 +503,7 @@ def check_p7(runs: RunSet) -> Outcome:
                   F.format_string("the client blamed %s, but the DataNodes' setup names %s "
                                   "(%s)", F.coalesce(F.col("bad_node"), F.lit("nobody")),
                                   F.col("named"), _p7_setup_said()))
+           .when(~F.col("abandoned"), F.lit(None).cast("string"))
            .when(F.col("n_excluded").isNotNull()
                  & ~F.array_contains(F.col("n_excluded"), F.col("named")),
                  F.format_string("the next addBlock excluded [%s], not %s",
@@ -518,6 +545,33 @@ def _p7_judged(runs: RunSet) -> DataFrame:
     return j.filter(F.col("named").isNotNull()).join(
         rec, (j["run_id"] == rec["_rr"]) & (j["block"] == rec["_rb"])
         & (rec["_rt"] <= j["ts"] + LOG_SLACK_S), "left_anti")
+
+
+def _p7_abandoned(runs: RunSet, judged: DataFrame) -> DataFrame:
+    """`judged` with `abandoned`: the client abandoned the block after this failed setup
+    (a client.pipeline.abandon or nn.block.abandon of the block at or after it) and no
+    later setup of the block failed in between (a recovered setup is not the one the
+    client then excludes a node for)."""
+    ab = (runs.of("client.pipeline.abandon", "nn.block.abandon")
+          .select(F.col("run_id").alias("_ar"), F.col("block").alias("_ab"),
+                  F.col("ts").alias("_at")))
+    first_ab = (judged.join(ab, (judged["run_id"] == ab["_ar"]) & (judged["block"] == ab["_ab"])
+                            & (ab["_at"] >= judged["ts"] - LOG_SLACK_S))
+                .groupBy("eid").agg(F.min("_at").alias("ab_ts")))
+    later = P7_STARTS[0].rows(runs).select(
+        F.col("run_id").alias("_lr"), F.col("node").alias("_ln"), F.col("block").alias("_lb"),
+        F.col("ts").alias("_lt"), F.col("eid").alias("_le"))
+    j = judged.join(first_ab, "eid", "left")
+    superseded = (j.join(later, (j["run_id"] == later["_lr"]) & (j["node"] == later["_ln"])
+                         & (j["block"] == later["_lb"]) & (later["_le"] != j["eid"])
+                         & ((later["_lt"] > j["ts"])
+                            | ((later["_lt"] == j["ts"]) & (later["_le"] > j["eid"])))
+                         & (later["_lt"] <= j["ab_ts"]))
+                  .select("eid").distinct().withColumn("_sup", F.lit(True)))
+    return (j.join(superseded, "eid", "left")
+            .withColumn("abandoned", F.col("ab_ts").isNotNull()
+                        & ~F.coalesce(F.col("_sup"), F.lit(False)))
+            .drop("_sup", "ab_ts"))
 
 
 def _p7_setup_said() -> Column:

@@ -18,6 +18,10 @@ import subprocess
 from . import fetch
 from .conf import config_issues
 
+# `--no-hadoop-agent` (harness/cli.py) sets it to "off": no agent in any run of the
+# command, whatever the scenarios say; set in the environment so spawned workers see it
+AGENT_ENV = "HDFS_CHAOS_HADOOP_AGENT"
+
 JAVA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java")
 CLIENT_CLASS = "HdfsChaosClient"
 
@@ -90,18 +94,49 @@ class Hadoop(SystemUnderTest):
         if "hadoop" not in tuple(getattr(scenario, "systems", ("hadoop",))):
             out.append(f"scenario {scenario.name} does not run on hadoop: "
                        f"{getattr(scenario, 'systems_reason', '') or 'see its systems:'}")
-        if getattr(scenario.cluster, "hadoop_agent", False):
+        if self.agent_asked(scenario):
+            # asked for in so many words: a release without rules, or an exact trigger the
+            # agent cannot hold, is an error (on by default, they are passed over)
             from .agent import table_for
             try:
                 table_for(self.version)
             except ValueError as e:
                 out.append(f"cluster.hadoop_agent: {e}")
-        if getattr(scenario.cluster, "hadoop_agent", False):
-            out += self.hold_issues(scenario)
+            else:
+                out += self.hold_issues(scenario)
         if scenario.cluster.racks:
             out.append("cluster.racks: racks are not configured on hadoop yet "
                        "(no topology script); drop them or declare `systems: [minihdfs]`")
         return out
+
+    def agent_asked(self, scenario) -> bool:
+        """The scenario says `hadoop_agent: true` and no --no-hadoop-agent overrides it."""
+        return os.environ.get(AGENT_ENV) != "off" \
+            and getattr(scenario.cluster, "hadoop_agent", None) is True
+
+    def agent_on(self, scenario) -> bool:
+        """Whether the run's JVMs get the agent: off with --no-hadoop-agent, else the
+        scenario's `hadoop_agent`, else (None) on where this release has a rule table."""
+        if os.environ.get(AGENT_ENV) == "off":
+            return False
+        asked = getattr(scenario.cluster, "hadoop_agent", None)
+        if asked is not None:
+            return asked is True
+        from .agent import table_for
+        try:
+            table_for(self.version)
+        except ValueError:      # 2.x: no rules, the logs alone
+            return False
+        return True
+
+    def can_hold(self, trigger) -> bool:
+        """Whether the agent can hold an exact trigger (an event only its rules make)."""
+        from .agent import hold_rules
+        try:
+            hold_rules(self.version, trigger.event, dict(trigger.where), trigger.node)
+        except ValueError:
+            return False
+        return True
 
     def hold_issues(self, scenario) -> list[str]:
         """An exact trigger the agent cannot hold (an event only the logs make), one line
@@ -126,7 +161,7 @@ class Hadoop(SystemUnderTest):
 
     def run_fields(self, scenario) -> dict:
         # the agent makes checks observable that the logs alone cannot feed
-        return {"hadoop_agent": bool(getattr(scenario.cluster, "hadoop_agent", False))}
+        return {"hadoop_agent": self.agent_on(scenario)}
 
     # -- the cluster ---------------------------------------------------------------------
 
@@ -135,7 +170,7 @@ class Hadoop(SystemUnderTest):
         sc = ctx.scenario
         from hdfs_contract.hold import ENV
         from .agent import spec_hold_rules
-        agent = bool(getattr(sc.cluster, "hadoop_agent", False))
+        agent = self.agent_on(sc)
         try:
             fetch.fetch(self.version)
             if agent:

@@ -171,17 +171,39 @@ TABLE_3_4: list[AgentRule] = [
     # addStoredBlock: a RECEIVED_BLOCK, a full report's finalized replica, the last
     # report of a COMMITTED block, which may complete it inside the call: hence at entry),
     # with the reported block's GS and length; 3.3's and 3.2's log line prints the
-    # NameNode's stored length instead (3.4 prints the reported one)
+    # NameNode's stored length instead (3.4 prints the reported one). Not when called by
+    # addStoredBlockUnderConstruction: rule replica_reported_uc has that report already.
     AgentRule("replica_reported", "namenode", BM, "addStoredBlock",
               f"org.apache.hadoop.hdfs.protocol.Block addStoredBlock({_BMP}BlockInfo, "
               f"org.apache.hadoop.hdfs.protocol.Block, {_BMP}DatanodeStorageInfo, "
               f"{_BMP}DatanodeDescriptor, boolean)", "AT ENTRY", "nn.replica.reported",
               _f(dn="$3.getDatanodeDescriptor().getXferAddr()", block="$2.getBlockId()",
                  gs="$2.getGenerationStamp()", len="$2.getNumBytes()"),
+              condition="!callerEquals(\"addStoredBlockUnderConstruction\")",
               uses=((_BMP + "DatanodeStorageInfo", f"{_BMP}DatanodeDescriptor getDatanodeDescriptor()"),
                     ("org.apache.hadoop.hdfs.protocol.DatanodeID", "java.lang.String getXferAddr()"),
                     ("org.apache.hadoop.hdfs.protocol.Block", "long getBlockId()"),
-                    ("org.apache.hadoop.hdfs.protocol.Block", "long getGenerationStamp()"))),
+                    ("org.apache.hadoop.hdfs.protocol.Block", "long getGenerationStamp()"),
+                    (BM, "void addStoredBlockUnderConstruction("))),
+    # A FINALIZED replica reported for a block under construction (BlockManager.
+    # addStoredBlockUnderConstruction): the NameNode records its GS and length in the
+    # block's replica list (addReplicaIfNotPresent) and calls addStoredBlock only when the
+    # storage is not yet a location of the block. A node of a close-stage recovery
+    # reported the old GS FINALIZED first, so its report of the new GS reaches only here,
+    # and commitOrCompleteLastBlock counts that storage (HDFS-16146 on 3.4.2).
+    AgentRule("replica_reported_uc", "namenode", BM, "addStoredBlockUnderConstruction",
+              f"void addStoredBlockUnderConstruction({BM}$StatefulBlockInfo, "
+              f"{_BMP}DatanodeStorageInfo)", "AT ENTRY", "nn.replica.reported",
+              _f(dn="$2.getDatanodeDescriptor().getXferAddr()",
+                 block="$1.reportedBlock.getBlockId()",
+                 gs="$1.reportedBlock.getGenerationStamp()",
+                 len="$1.reportedBlock.getNumBytes()"),
+              condition="$1.reportedState.name().equals(\"FINALIZED\")",
+              uses=((BM + "$StatefulBlockInfo", "org.apache.hadoop.hdfs.protocol.Block reportedBlock;"),
+                    (BM + "$StatefulBlockInfo", "org.apache.hadoop.hdfs.server.common."
+                                                "HdfsServerConstants$ReplicaState reportedState;"),
+                    (_BMP + "DatanodeStorageInfo", f"{_BMP}DatanodeDescriptor getDatanodeDescriptor()"),
+                    ("org.apache.hadoop.hdfs.protocol.DatanodeID", "java.lang.String getXferAddr()"))),
     # A file closes: FSNamesystem.finalizeINodeFileUnderConstruction, called by
     # completeFile (FSDirWriteFileOp.completeFileInternal), by internalReleaseLease (all
     # blocks complete, or an empty last block removed) and by a closing
@@ -220,9 +242,12 @@ TABLE_3_4: list[AgentRule] = [
     # DataStreamer (its streamer thread): ReplaceDatanodeOnFailure.satisfy gives the
     # policy's answer for (replication, the remaining nodes, append, hflushed), called by
     # DataStreamer.handleDatanodeReplacement only; addDatanode2ExistingPipeline then
-    # adds a node, returns without one (nothing to copy yet: the block's first packet not
-    # acked, or the pipeline closing), or throws (handleDatanodeReplacement swallows it
-    # when best-effort is set).
+    # adds a node, returns without one (3.4: nothing written yet, i.e. not an append,
+    # lastAckedSeqno < 0 and stage PIPELINE_SETUP_CREATE; 3.3 and 3.2 also when the
+    # pipeline is closing), or throws (handleDatanodeReplacement swallows it when
+    # best-effort is set). The exit parts carry the stage and lastAckedSeqno (the
+    # stream's, not the block's: -1 until the stream's first packet is acked), which
+    # the call does not change, so that P2 can tell that return from a missed node.
     AgentRule("replace_policy", "client", RDF, "satisfy",
               f"boolean satisfy(short, {'org.apache.hadoop.hdfs.protocol.DatanodeInfo'}[], "
               "boolean, boolean)", "AT EXIT", "client.pipeline.replace",
@@ -238,16 +263,18 @@ TABLE_3_4: list[AgentRule] = [
     AgentRule("replace_done", "client", DS, "handleDatanodeReplacement",
               "void handleDatanodeReplacement()", "AT EXIT", "client.pipeline.replace",
               _f(path="$0.src", block="$0.getBlock()",
-                 pipeline="java.util.Arrays.toString($0.nodes)", stage="$0.stage"),
+                 pipeline="java.util.Arrays.toString($0.nodes)", stage="$0.stage",
+                 last_acked_seqno="$0.lastAckedSeqno"),
               part="exit",
               uses=((DS, "java.lang.String src;"),
                     (DS, "org.apache.hadoop.hdfs.protocol.DatanodeInfo[] nodes;"),
-                    (DS, "org.apache.hadoop.hdfs.protocol.ExtendedBlock getBlock()"))),
+                    (DS, "org.apache.hadoop.hdfs.protocol.ExtendedBlock getBlock()"),
+                    (DS, "long lastAckedSeqno;"))),
     AgentRule("replace_failed", "client", DS, "handleDatanodeReplacement",
               "void handleDatanodeReplacement()", "AT EXCEPTION EXIT",
               "client.pipeline.replace",
               _f(path="$0.src", block="$0.getBlock()", error="$^.getClass().getSimpleName()",
-                 stage="$0.stage"),
+                 stage="$0.stage", last_acked_seqno="$0.lastAckedSeqno"),
               part="exit"),
 ]
 
@@ -789,8 +816,9 @@ def _replace(entry: dict, done: dict) -> dict:
     elif new:
         decision = "added"
     else:
-        # the policy asked for a node, but addDatanode2ExistingPipeline had nothing to
-        # copy yet (no packet acked in a new block) or the pipeline was closing
+        # the policy asked for a node, but addDatanode2ExistingPipeline returned without
+        # one: nothing written yet (stage and last_acked_seqno say so, P2 reads them) or,
+        # before 3.4, the pipeline was closing
         decision = "not_needed"
     append = _bool(entry["append"])
     return {"path": _null(done.get("path", "")), "block": int(m.group(1)) if m else None,
@@ -801,6 +829,7 @@ def _replace(entry: dict, done: dict) -> dict:
             "hflushed": bool(_bool(entry["hflushed"]) or append), "append": append,
             "best_effort": _bool(entry["best_effort"]), "policy_says": need,
             "stage": _null(done.get("stage", "")),
+            "last_acked_seqno": _int(done.get("last_acked_seqno", "")),
             "decision": decision, "new_node": new[0] if decision == "added" else None,
             "pipeline": pipeline,
             "error": _null(done.get("error", "") or entry.get("note_error", ""))}

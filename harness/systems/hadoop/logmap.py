@@ -102,7 +102,7 @@ OBSERVABLE: dict[str, str | None] = {
 }
 
 
-# The checks the Hadoop agent (agent.py, `cluster.hadoop_agent: true`) makes observable,
+# The checks the Hadoop agent (agent.py; on by default on 3.x) makes observable,
 # with the agent rule that gives each its missing event.
 AGENT_OBSERVES: dict[str, str] = {
     "P2": "replace_policy / replace_done: client.pipeline.replace with the policy's inputs",
