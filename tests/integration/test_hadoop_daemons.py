@@ -29,7 +29,9 @@ def cluster(tmp_path_factory):
     hs.fetched_or_skip(VERSION)
     c = HadoopCluster(str(tmp_path_factory.mktemp("hadoop-daemons")), VERSION, 3,
                       {"dfs.blocksize": "1MiB", "dfs.heartbeat.interval": "1s",
-                       "lease.hard-limit": "5s"})
+                       # long enough for the open-file test to read its state before the
+                       # NameNode recovers the writer's lease (its renewals come every 30 s)
+                       "lease.hard-limit": "20s"})
     try:
         c.start(timeout=120)
         data = os.urandom(2 * 1024 * 1024 + 1000)
@@ -188,9 +190,9 @@ def test_final_state_shows_an_open_file_its_lease_and_the_rbw_replicas(cluster):
 @pytest.mark.skipif(not conf.has_hard_limit_key(VERSION),
                     reason=f"hadoop {VERSION} hard-codes the lease hard limit (20 min)")
 def test_the_scenario_hard_limit_reaches_the_namenode(cluster):
-    """lease.hard-limit: 5s became dfs.namenode.lease-hard-limit-sec: the file the
+    """lease.hard-limit: 20s became dfs.namenode.lease-hard-limit-sec: the file the
     killed writer of the test above left open is recovered and closed by the NameNode."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     while True:
         # the view lists the open files (leases) before it reads the files: a close
         # between the two reads shows a closed file beside its recovery lease, so both
