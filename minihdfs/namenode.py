@@ -1010,7 +1010,7 @@ class NameNode:
         old_gs = info.gs
         info.recovery_id = self.next_gs()
         self._set_state(info, UNDER_RECOVERY)
-        locations, alive, fresh = self._recovery_locations(info)
+        locations, alive, fresh, send = self._recovery_locations(info)
         candidates = [dn for dn in (fresh or alive) if dn not in info.tried_primaries] \
             or fresh or alive
         if not candidates:
@@ -1023,7 +1023,6 @@ class NameNode:
         primary = max(candidates, key=lambda dn: self.datanodes[dn].last_heartbeat)
         info.primary = primary
         info.tried_primaries.add(primary)
-        send = fresh if len(fresh) >= 2 else locations
         queue = self.datanodes[primary].recover
         # 3.x DatanodeDescriptor.addBlockToBeRecovered: the block, not a command, and once
         if all(b.id != info.id for b in queue):
@@ -1031,15 +1030,19 @@ class NameNode:
         self.emit("nn.recovery.start", path=info.path, block=info.id, gs=old_gs,
                   recovery_id=info.recovery_id, primary=primary, pipeline=send)
 
-    def _recovery_locations(self, info: BlockInfo) -> tuple[list[str], list[str], list[str]]:
+    def _recovery_locations(self, info: BlockInfo
+                            ) -> tuple[list[str], list[str], list[str], list[str]]:
         """The expected locations of a block under recovery (its pipeline and the replicas
-        reported with its GS), the live ones and the fresh (live, not stale) ones."""
+        reported with its GS), the live ones, the fresh (live, not stale) ones, and the
+        ones its recovery command names."""
         locations = list(dict.fromkeys(info.expected + [
             dn for dn, r in info.replicas.items()
             if r["gs"] >= info.gs and r["state"] in ("RBW", "RWR", "FINALIZED", "RUR")]))
         alive = [dn for dn in locations if self._alive(dn)]
         fresh = [dn for dn in alive if not self.datanodes[dn].stale]
-        return locations, alive, fresh
+        # Hadoop: with fewer than two fresh locations, every expected location takes
+        # part (the primary copes with the ones that do not answer)
+        return locations, alive, fresh, fresh if len(fresh) >= 2 else locations
 
     def _recovery_commands(self, d: DatanodeDescriptor) -> list[dict]:
         """DatanodeManager.getBlockRecoveryCommand: takes the whole queue and builds each
@@ -1052,10 +1055,7 @@ class NameNode:
             if (info.removed_from if info.state == REMOVED else info.state) == COMPLETE:
                 raise IOExceptionRemote(
                     f"Recovery block {info.id} where it is not under construction.")
-            locations, _, fresh = self._recovery_locations(info)
-            # Hadoop: with fewer than two fresh locations, every expected location takes
-            # part (the primary copes with the ones that do not answer)
-            send = fresh if len(fresh) >= 2 else locations
+            send = self._recovery_locations(info)[3]
             # 3.x DatanodeManager.getBlockRecoveryCommand: recovery id, locations, length as now
             commands.append({"type": "recover", "block": info.id, "gs": info.gs,
                              "recovery_id": info.recovery_id, "locations": send,
