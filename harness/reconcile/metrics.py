@@ -60,6 +60,13 @@ def pipeline_latencies(runs: RunSet) -> DataFrame:
                     F.col("r_eid").alias("recovered_eid")))
 
 
+# the columns each of these returns: compute_metrics names them to odd() (through Spark
+# Connect, df.columns is a request)
+UNMEASURED_PIPELINE_COLUMNS = ("run_id", "ts", "node", "block")
+LEASE_LATENCY_COLUMNS = ("run_id", "path", "holder", "ts", "latency")
+BLOCK_LATENCY_COLUMNS = ("run_id", "block", "recovery_id", "path", "ts", "latency")
+
+
 def unmeasured_pipeline(runs: RunSet) -> DataFrame:
     """run_id, ts, node, block: the client.pipeline.recovered events no fault measured
     (none came before them, or another recovery was the first after the fault)."""
@@ -68,9 +75,6 @@ def unmeasured_pipeline(runs: RunSet) -> DataFrame:
         return rec.select(*UNMEASURED_PIPELINE_COLUMNS)
     got = pipeline_latencies(runs).select("run_id", F.col("recovered_eid").alias("eid"))
     return rec.join(got, ["run_id", "eid"], "left_anti").select(*UNMEASURED_PIPELINE_COLUMNS)
-
-
-UNMEASURED_PIPELINE_COLUMNS = ("run_id", "ts", "node", "block")
 
 
 def lease_recoveries(runs: RunSet) -> DataFrame:
@@ -138,11 +142,8 @@ def lease_latencies(runs: RunSet) -> DataFrame:
            .withColumn("eid", F.monotonically_increasing_id()))
     closes = runs.of("nn.file.close").select("run_id", "path", "ts", "eid")
     j = first_after(rec, closes, ["run_id", "path"], "f_", strict=False)
-    return j.select("run_id", "path", "holder", F.col("start").alias("ts"),
-                    F.greatest(F.col("f_ts") - F.col("start"), F.lit(0.0)).alias("latency"))
-
-
-LEASE_LATENCY_COLUMNS = ("run_id", "path", "holder", "ts", "latency")
+    return (j.withColumn("latency", F.greatest(F.col("f_ts") - F.col("start"), F.lit(0.0)))
+            .withColumn("ts", F.col("start")).select(*LEASE_LATENCY_COLUMNS))
 
 
 def block_latencies(runs: RunSet) -> DataFrame:
@@ -152,12 +153,8 @@ def block_latencies(runs: RunSet) -> DataFrame:
         F.min("ts").alias("ts"), F.first("path", ignorenulls=True).alias("path"))
     cm = runs.of("nn.recovery.commit").groupBy("run_id", "block", "recovery_id").agg(
         F.min("ts").alias("c_ts"))
-    return st.join(cm, ["run_id", "block", "recovery_id"], "left").select(
-        "run_id", "block", "recovery_id", "path", "ts",
-        (F.col("c_ts") - F.col("ts")).alias("latency"))
-
-
-BLOCK_LATENCY_COLUMNS = ("run_id", "block", "recovery_id", "path", "ts", "latency")
+    return (st.join(cm, ["run_id", "block", "recovery_id"], "left")
+            .withColumn("latency", F.col("c_ts") - F.col("ts")).select(*BLOCK_LATENCY_COLUMNS))
 
 
 def _a_client_died(runs: RunSet) -> bool:
