@@ -360,8 +360,15 @@ class DFSOutputStream:
             # longer part of the file.
             self.streamer.persist_blocks = False
             block = self.streamer.block
-            self.client.nn_call("fsync", path=self.path, holder=self.client.holder,
-                                last_block_len=self.streamer.bytes_sent if block else -1)
+            try:
+                self.client.nn_call("fsync", path=self.path, holder=self.client.holder,
+                                    last_block_len=self.streamer.bytes_sent if block else -1)
+            except (OSError, EOFError, HdfsError, wire.MalformedFrame) as e:
+                # 3.x DFSOutputStream.flushOrSync: a failed hflush closes the stream's threads
+                # for good, and setClosed ends the file's lease (the renewer lets it go)
+                self.fail(e)
+                self.abort()
+                raise
         self.emit("client.hflush", path=self.path, offset=target)
         return target
 

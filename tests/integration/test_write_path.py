@@ -246,6 +246,34 @@ def test_namenode_restart_keeps_the_namespace_and_open_files(make_cluster, clien
     wait_healthy_file(cluster, c2, "/nn/open", data)
 
 
+def test_hflush_whose_fsync_fails_ends_the_stream_and_its_lease_renewal(make_cluster, clients):
+    """A new block's first hflush persists it with fsync; when the NameNode is gone the
+    hflush fails, and as in 3.x DFSOutputStream.flushOrSync the stream is closed for good
+    (client.stream.error) and its file leaves the lease renewer."""
+    cluster = make_cluster(config={"dfs.blocksize": 64 * KiB,
+                                   "dfs.client-write-packet-size": 8 * KiB})
+    c = client(cluster, "c1")
+    clients.append(c)
+    stream = c.create("/f", replication=3)
+    stream.write(b"x" * 1000)
+    stream.hflush()   # block 1 set up and persisted
+    stream.write(b"y" * 72 * KiB)   # into block 2, whose pipeline is not persisted yet
+    wait_for(lambda: [e for e in events(cluster, "c1", "client.ack") if e["block"] !=
+                      events(cluster, "c1", "client.pipeline.setup")[0]["block"]],
+             30, what="an ack on block 2")
+    assert "/f" in c.renewer.open_files
+    cluster.stop_node("nn")
+    with pytest.raises(OSError):
+        stream.hflush()
+    [error] = events(cluster, "c1", "client.stream.error", path="/f")
+    assert error["error"] in ("ConnectionRefusedError", "ConnectionResetError", "ConnectError",
+                              "BrokenPipeError")
+    assert "/f" not in c.renewer.open_files
+    with pytest.raises(Exception, match="/f"):   # a failed stream keeps saying so
+        stream.close()
+    assert [e["offset"] for e in events(cluster, "c1", "client.hflush")] == [1000]
+
+
 def test_client_calls_the_namenode_again_after_its_restart(make_cluster, clients):
     """A client whose kept-alive NameNode connection was closed by a NameNode restart
     reconnects for its next call, as Hadoop's IPC client does."""

@@ -605,6 +605,15 @@ MUTANTS: tuple[Mutant, ...] = (
         # the known-bug scenario, run on the mini-HDFS (known-bugs/, not scenarios/):
         # python -m tools.mutants run --targeted --scenarios 'known-bugs/*.yaml' ...
         scenarios=("HDFS-16146",), checks=("P2", "D2", "D4")),
+    Mutant(
+        name="failed-hflush-keeps-stream",
+        rule="a failed hflush closes the stream for good and ends its file's lease in the "
+             "client (the renewer stops renewing it)",
+        seed="3.x DFSOutputStream.flushOrSync, setClosed (endFileLease)",
+        file="minihdfs/client.py",
+        original="                self.fail(e)\n                self.abort()\n                raise",
+        replacement="                raise   # mutant: the stream stays open, nothing logged",
+        scenarios=("nn-restart-fails-first-hflush",), checks=("L6",)),
 )
 
 BY_NAME: dict[str, Mutant] = {m.name: m for m in MUTANTS}
