@@ -1095,7 +1095,8 @@ class Scenario:
                         if key in refused:
                             ctx.error_at("cluster.config", f"{key}: {refused[key]}")
             for issue in get_system(cluster.system, cluster.hadoop_version) \
-                    .config_issues(cluster.config):
+                    .config_issues(cluster.config,
+                                   agent=False if cluster.hadoop_agent is False else None):
                 ctx.error_at("cluster.config", issue)
         return values
 

@@ -119,7 +119,9 @@ class SystemUnderTest:
     def issues(self, scenario) -> list[str]:
         return []
 
-    def config_issues(self, config: Mapping[str, Any]) -> list[str]:
+    def config_issues(self, config: Mapping[str, Any], agent: bool | None = None) -> list[str]:
+        """`agent`: the scenario's word on an in-process agent (False: none), for a
+        system that can honour some values only through one."""
         return []
 
     def prepare(self) -> None:

@@ -58,7 +58,8 @@ def test_why_a_scenario_is_not_run_on_a_system(tmp_path):
                          + "systems: [minihdfs]\nsystems_reason: needs racks\n")
     soft = tmp_path / "soft.yaml"    # a soft limit Hadoop cannot take, no systems given
     soft.write_text(text.replace("name: replace-never", "name: soft")
-                    .replace("  config:\n", "  config:\n    lease.soft-limit: 2s\n    lease.hard-limit: 5s\n"))
+                    .replace("  config:\n", "  hadoop_agent: false\n  config:\n"
+                             "    lease.soft-limit: 2s\n    lease.hard-limit: 5s\n"))
     runs = tmp_path / "runs.yaml"    # Hadoop's fixed soft limit, a hard limit it takes
     runs.write_text(text.replace("name: replace-never", "name: runs")
                     .replace("  config:\n", "  config:\n    lease.soft-limit: 60s\n    lease.hard-limit: 60s\n"))

@@ -50,7 +50,9 @@ def test_a_scenario_hadoop_cannot_run_is_refused_before_anything_starts(capsys, 
     sc.write_text("name: s\ncluster: {config: {lease.soft-limit: 2s, lease.hard-limit: 5s}}\n"
                   "workload: [{id: w1, client: c1, op: write, path: /f, size: 1MiB}]\n")
     assert run(capsys, "run", str(sc), "--quiet")[0] == 0    # fine on the mini-HDFS
-    code, _, err = run(capsys, "run", str(sc), "--system", "hadoop")
+    from harness.systems.hadoop import AGENT_ENV
+    monkeypatch.setenv(AGENT_ENV, "")   # the flag sets it: put back as it was afterwards
+    code, _, err = run(capsys, "run", str(sc), "--system", "hadoop", "--no-hadoop-agent")
     assert code == 2 and calls == [{}]
     assert "hard-codes the soft limit" in err and err.count("\n") == 1
 

@@ -95,9 +95,20 @@ def test_schedules_on_hadoop_use_plain_event_triggers_and_name_the_system():
     assert doc["faults"][-1]["at"]["exact"] is True and "system" not in doc["cluster"]
 
 
+def mini_base_no_agent(tmp_path) -> str:
+    """explore-bases/write-3-blocks.yaml without the agent: its 1 s soft limit is one
+    only the agent can set on Hadoop."""
+    with open(MINI_BASE) as f:
+        doc = yaml.safe_load(f)
+    doc["cluster"]["hadoop_agent"] = False
+    path = tmp_path / "write-3-blocks-no-agent.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
 def test_a_base_hadoop_cannot_run_is_refused_in_one_line(tmp_path):
     with pytest.raises(ExploreError) as e:
-        Explorer(MINI_BASE, str(tmp_path / "out"), 60, system="hadoop")
+        Explorer(mini_base_no_agent(tmp_path), str(tmp_path / "out"), 60, system="hadoop")
     msg = str(e.value)
     assert "\n" not in msg
     assert "cannot be explored on hadoop 3.4.2" in msg and "lease.soft-limit" in msg
@@ -193,7 +204,7 @@ def test_with_the_agent_faults_at_the_agents_events_are_exact_the_others_not(tmp
     x._load_or_init()
     assert x.state.exact is True and x.state.system == "hadoop 3.4.2"
     with pytest.raises(ExploreError, match="cannot be explored on hadoop 3.4.2"):
-        Explorer(MINI_BASE, str(tmp_path / "m"), 60, system="hadoop")
+        Explorer(mini_base_no_agent(tmp_path), str(tmp_path / "m"), 60, system="hadoop")
 
 
 def test_a_writer_whose_lease_outlives_the_run_is_not_crashed(tmp_path):

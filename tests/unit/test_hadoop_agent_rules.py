@@ -76,6 +76,29 @@ def test_byteman_type_checks_the_script_on_release(release):
     assert agent.check_script(release, cp, str(fetch.agent_jar())) == []
 
 
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_lease_rules_methods_exist_and_type_check_on_release(release):
+    """The methods the lease rules call (LeaseManager.setLeasePeriod, LeaseRenewer.
+    setRenewalTime), as javap prints them, and Byteman's check of the script with them."""
+    cp = _classpath(release)
+    found = agent.javap_classes(cp, sorted(agent.LEASE_MEMBERS))
+    for cls, member in agent.LEASE_MEMBERS.items():
+        assert cls in found, f"{release}: class {cls} is missing"
+        assert any(f" {member}" in ln for ln in found[cls].splitlines()), \
+            f"{release}: {cls} has no {member}: renamed or changed?"
+    if not fetch.agent_jar().is_file():
+        pytest.skip(f"needs {fetch.agent_jar()}: tools/setup.sh --hadoop")
+    assert agent.check_script(release, cp, str(fetch.agent_jar()), leases=(2.0, 5.0)) == []
+
+
+def test_lease_rules_set_both_limits_and_half_the_soft_limit_as_renewal():
+    text = agent.script("3.4.2", leases=(1.0, 3.0))
+    assert text.count("\nRULE ") == len(agent.TABLE_3_4) + 2
+    assert "DO $0.setLeasePeriod(1000L, 3000L)" in text
+    assert "DO $0.setRenewalTime(500L)" in text
+    assert "setLeasePeriod" not in agent.script("3.4.2")
+
+
 def test_byteman_check_reports_a_bad_expression(monkeypatch):
     cp = _classpath("3.4.2")
     if not fetch.agent_jar().is_file():

@@ -60,6 +60,18 @@ def test_on_every_cluster_and_client_jvm_but_the_harness_own(tmp_path, cache):
     assert AGENT_OUT_PROPERTY == agent.OUT_PROPERTY
 
 
+def test_the_script_sets_the_lease_limits_the_configuration_cannot(tmp_path, cache):
+    _fake_jar(cache)
+    c = HadoopCluster(str(tmp_path / "c"), "3.3.6", 1, {"lease.soft-limit": "1s",
+                                                      "lease.hard-limit": "3s"}, agent=True)
+    text = open(os.path.join(c.dir, "conf", "agent.btm")).read()
+    assert text == agent.script("3.3.6", leases=(1.0, 3.0))
+    assert "dfs.namenode.lease-hard-limit-sec" not in c.props     # no such key before 3.4
+    plain = HadoopCluster(str(tmp_path / "p"), "3.4.2", 1, {"lease.hard-limit": "3s"}, agent=True)
+    assert open(os.path.join(plain.dir, "conf", "agent.btm")).read() == agent.script("3.4.2")
+    assert plain.props["dfs.namenode.lease-hard-limit-sec"] == "3"
+
+
 def test_a_missing_jar_is_one_line_naming_the_fix(tmp_path, cache):
     with pytest.raises(fetch.FetchError) as e:
         HadoopCluster(str(tmp_path / "c"), "3.4.2", 1, agent=True)

@@ -46,6 +46,19 @@ def test_a_release_that_hard_codes_a_limit_says_so_in_one_line():
     assert conf.config_issues({"lease.hard-limit": "20min"}, "3.2.4") == []
 
 
+def test_the_agent_sets_the_limits_the_configuration_cannot():
+    """With the agent every limit is honoured; it is asked to set them only where the
+    release's configuration cannot (a soft limit other than 60 s, a hard limit before 3.4)."""
+    both = {"lease.soft-limit": "2s", "lease.hard-limit": "5s"}
+    assert conf.config_issues(both, "3.3.6", agent=True) == []
+    assert conf.agent_lease_periods(both, "3.4.2") == (2.0, 5.0)
+    assert conf.agent_lease_periods({"lease.soft-limit": "1s"}, "3.4.2") == (1.0, 1200.0)
+    assert conf.agent_lease_periods({"lease.hard-limit": "5s"}, "3.3.6") == (60.0, 5.0)
+    assert conf.agent_lease_periods({"lease.hard-limit": "5s"}, "3.4.2") is None   # the key
+    assert conf.agent_lease_periods({"lease.soft-limit": "60s"}, "3.2.4") is None
+    assert conf.agent_lease_periods({}, "3.2.4") is None
+
+
 def test_node_numbers_and_link_addresses():
     nums = node_numbers(["nn", "dn1", "dn2", "dn12"], ["c1", "writer"])
     assert nums == {"nn": 0, "dn1": 1, "dn2": 2, "dn12": 12, "c1": 200, "writer": 201}
@@ -94,10 +107,10 @@ def test_hadoop_refuses_what_it_cannot_run():
     from harness.systems import get_system
     sc, _ = check_scenario_text(
         "name: s\nsystems: [minihdfs]\nsystems_reason: needs a 2s soft limit\n"
-        "cluster: {racks: {dn1: /r1}, config: {lease.hard-limit: 90s}}\n"
+        "cluster: {racks: {dn1: /r1}, hadoop_agent: false, config: {lease.hard-limit: 90s}}\n"
         "workload: [{id: w1, client: c1, op: write, path: /f, size: 1MiB}]\n", "s.yaml")
     issues = get_system("hadoop", "3.3.6").issues(sc)
-    assert any("hard-codes the hard limit" in i for i in issues)
+    assert any("hard-codes the hard limit" in i for i in issues)   # no agent to set it
     assert any("needs a 2s soft limit" in i for i in issues)
     assert any("cluster.racks" in i for i in issues)
     assert get_system("minihdfs").issues(sc) == []

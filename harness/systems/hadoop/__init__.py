@@ -75,8 +75,20 @@ class Hadoop(SystemUnderTest):
         return Capabilities(exact_injection=agent, backends=frozenset({"local"}), needs_java=True,
                             unobservable=unobservable)
 
-    def config_issues(self, config) -> list[str]:
-        return config_issues(dict(config), self.version)
+    def config_issues(self, config, agent: bool | None = None) -> list[str]:
+        """`agent`: whether the run has the agent (it sets any lease limit); None: where
+        this release has a rule table and --no-hadoop-agent is not given."""
+        if agent is None:
+            agent = os.environ.get(AGENT_ENV) != "off" and self._has_table()
+        return config_issues(dict(config), self.version, agent=agent)
+
+    def _has_table(self) -> bool:
+        from .agent import table_for
+        try:
+            table_for(self.version)
+        except ValueError:
+            return False
+        return True
 
     def prepare(self) -> None:
         """The release's jars and the workload client, built once: two runs building the
@@ -90,7 +102,7 @@ class Hadoop(SystemUnderTest):
     # -- validation ----------------------------------------------------------------------
 
     def issues(self, scenario) -> list[str]:
-        out = self.config_issues(scenario.cluster.config)
+        out = self.config_issues(scenario.cluster.config, agent=self.agent_on(scenario))
         if "hadoop" not in tuple(getattr(scenario, "systems", ("hadoop",))):
             out.append(f"scenario {scenario.name} does not run on hadoop: "
                        f"{getattr(scenario, 'systems_reason', '') or 'see its systems:'}")
@@ -122,12 +134,7 @@ class Hadoop(SystemUnderTest):
         asked = getattr(scenario.cluster, "hadoop_agent", None)
         if asked is not None:
             return asked is True
-        from .agent import table_for
-        try:
-            table_for(self.version)
-        except ValueError:      # 2.x: no rules, the logs alone
-            return False
-        return True
+        return self._has_table()   # 2.x: no rules, the logs alone
 
     def can_hold(self, trigger) -> bool:
         """Whether the agent can hold an exact trigger (an event only its rules make)."""

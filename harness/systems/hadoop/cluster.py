@@ -97,7 +97,8 @@ class HadoopCluster:
                 except fetch.FetchError as e:
                     raise ClusterError(str(e)) from None
             btm = agent_rules.write_script(version, os.path.join(self.dir, "conf", "agent.btm"),
-                                           hold_rules if self.hold_dir else frozenset())
+                                           hold_rules if self.hold_dir else frozenset(),
+                                           conf.agent_lease_periods(self.scenario_config, version))
             self.agent_flag = agent_rules.javaagent_flag(str(jar), btm)
             self.agent_boot = agent_rules.boot_flag(str(jar))
         self.routes_for: Callable[[str], Routes] | None = None

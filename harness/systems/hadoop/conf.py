@@ -6,8 +6,11 @@ units into what Hadoop parses (sizes in bytes, durations as a bare number in the
 own unit or with an `ms` suffix, which Hadoop's getTimeDuration accepts). Two keys are
 the mini-HDFS's own: `lease.hard-limit` becomes `dfs.namenode.lease-hard-limit-sec`
 where the release has it (3.4 and later); `lease.soft-limit` is a constant in every
-release (HdfsConstants.LEASE_SOFTLIMIT_PERIOD, 60 s), so a scenario asking for another
-soft limit cannot run on Hadoop: `config_issues` says so in one line.
+release (HdfsConstants.LEASE_SOFTLIMIT_PERIOD, 60 s). With the Byteman agent on, both
+limits are set as Hadoop's own tests set them (`agent_lease_periods`: LeaseManager.
+setLeasePeriod in the NameNode, LeaseRenewer.setRenewalTime in the clients); without it,
+a scenario asking for another soft limit cannot run on Hadoop: `config_issues` says so
+in one line.
 
 Owns also the XML and log4j.properties writers and the base settings a small loopback
 cluster needs (short heartbeats, no safe-mode wait, small heaps are in cluster.py).
@@ -80,8 +83,9 @@ def has_hard_limit_key(version: str) -> bool:
     return version_tuple(version) >= (3, 4)
 
 
-def config_issues(config: dict[str, Any], version: str) -> list[str]:
-    """One line per scenario key this release cannot honour (empty: all fine)."""
+def config_issues(config: dict[str, Any], version: str, agent: bool = False) -> list[str]:
+    """One line per scenario key this release cannot honour (empty: all fine); with the
+    agent (`agent`) every lease limit can be honoured."""
     issues = []
     for key, raw in config.items():
         spec = KEYS.get(key)
@@ -92,16 +96,35 @@ def config_issues(config: dict[str, Any], version: str) -> list[str]:
         except ConfigError as e:
             issues.append(str(e))
             continue
+        if agent:
+            continue
         if key == "lease.soft-limit" and abs(value - SOFT_LIMIT_S) > 1e-9:
             issues.append(f"lease.soft-limit: hadoop {version} hard-codes the soft limit at "
-                          f"60s (HdfsConstants.LEASE_SOFTLIMIT_PERIOD); drop the key or declare "
+                          f"60s (HdfsConstants.LEASE_SOFTLIMIT_PERIOD); turn on "
+                          f"cluster.hadoop_agent (it sets the limit), drop the key or declare "
                           f"`systems: [minihdfs]` with a reason")
         if key == "lease.hard-limit" and not has_hard_limit_key(version) \
                 and abs(value - HARD_LIMIT_S) > 1e-9:
             issues.append(f"lease.hard-limit: hadoop {version} hard-codes the hard limit at "
-                          f"20min (no dfs.namenode.lease-hard-limit-sec before 3.4); use "
-                          f"--hadoop-version 3.4.2 or declare `systems: [minihdfs]` with a reason")
+                          f"20min (no dfs.namenode.lease-hard-limit-sec before 3.4); turn on "
+                          f"cluster.hadoop_agent, use --hadoop-version 3.4.2 or declare "
+                          f"`systems: [minihdfs]` with a reason")
     return issues
+
+
+def agent_lease_periods(config: dict[str, Any], version: str) -> tuple[float, float] | None:
+    """(soft, hard) in seconds for the agent to set (agent.lease_rules), when the scenario
+    asks for limits the release's configuration cannot give: a soft limit other than
+    60 s, or a hard limit before 3.4. None when the configuration says it all."""
+    soft = KEYS["lease.soft-limit"].parse(config.get("lease.soft-limit", SOFT_LIMIT_S),
+                                          "lease.soft-limit")
+    hard_raw = config.get("lease.hard-limit")
+    hard = HARD_LIMIT_S if hard_raw is None \
+        else KEYS["lease.hard-limit"].parse(hard_raw, "lease.hard-limit")
+    if abs(soft - SOFT_LIMIT_S) < 1e-9 and (has_hard_limit_key(version)
+                                           or abs(hard - HARD_LIMIT_S) < 1e-9):
+        return None
+    return soft, hard
 
 
 def _render(key: str, value: Any, raw: Any) -> str:
