@@ -687,6 +687,35 @@ def test_a_refused_call_is_not_an_event_and_an_accepted_one_is():
     assert ev["ts"] == round(parse_line(REFUSED_FSYNC[0]).ts, 6)
 
 
+# real lines of Hadoop 3.4.2 (second-writer-after-soft-limit, the soft limit set by the
+# agent): c2's append finds c1's lease past its soft limit and starts its recovery inside
+# the call, which is refused (RecoveryInProgress); the append after the recovery goes on
+SOFT_TAKEOVER = [
+    '2026-11-27 10:50:54,767 DEBUG [IPC Server handler 7 on default port 24301] StateChange/NameNodeRpcServer: *DIR* NameNode.append: file /data/f1 for DFSClient_NONMAPREDUCE_452276056_1 at 127.0.0.1.',
+    '2026-11-27 10:50:54,767 DEBUG [IPC Server handler 7 on default port 24301] StateChange/FSNamesystem: DIR* NameSystem.appendFile: src=/data/f1, holder=DFSClient_NONMAPREDUCE_452276056_1, clientMachine=127.0.0.1',
+    '2026-11-27 10:50:54,776 INFO [IPC Server handler 7 on default port 24301] FSNamesystem/FSNamesystem: startFile: recover [Lease.  Holder: DFSClient_NONMAPREDUCE_1708537123_1, pending creates: 1], src=/data/f1 client DFSClient_NONMAPREDUCE_1708537123_1',
+    '2026-11-27 10:50:54,776 INFO [IPC Server handler 7 on default port 24301] FSNamesystem/FSNamesystem: Recovering [Lease.  Holder: DFSClient_NONMAPREDUCE_1708537123_1, pending creates: 1], src=/data/f1',
+    '2026-11-27 10:50:54,777 DEBUG [IPC Server handler 7 on default port 24301] BlockStateChange/BlockUnderConstructionFeature: BLOCK* {UCState=UNDER_RECOVERY, truncateBlock=null, primaryNodeIndex=0, replicas=[]} recovery started, primary=null',
+    '2026-11-27 10:50:54,777 WARN [IPC Server handler 7 on default port 24301] StateChange/FSNamesystem: DIR* NameSystem.internalReleaseLease: File /data/f1 has not been closed. Lease recovery is in progress. RecoveryId = 1002 for block blk_1073741825_1001',
+    '2026-11-27 10:50:54,780 WARN [IPC Server handler 7 on default port 24301] StateChange/FSDirAppendOp: DIR* NameSystem.append: Failed to APPEND_FILE /data/f1 for DFSClient_NONMAPREDUCE_452276056_1 on 127.0.0.1 because lease recovery is in progress. Try again later.',
+    '2026-11-27 10:50:54,780 INFO [IPC Server handler 7 on default port 24301] Server/Server: IPC Server handler 7 on default port 24301, call Call#0 Retry#0 org.apache.hadoop.hdfs.protocol.ClientProtocol.append from 127.0.0.1:38600: org.apache.hadoop.hdfs.protocol.RecoveryInProgressException: Failed to APPEND_FILE /data/f1 for DFSClient_NONMAPREDUCE_452276056_1 on 127.0.0.1 because lease recovery is in progress. Try again later.',
+    '2026-11-27 10:50:56,937 DEBUG [IPC Server handler 9 on default port 24301] StateChange/FSNamesystem: DIR* NameSystem.appendFile: src=/data/f1, holder=DFSClient_NONMAPREDUCE_452276056_1, clientMachine=127.0.0.1',
+    '2026-11-27 10:50:56,943 DEBUG [IPC Server handler 9 on default port 24301] StateChange/FSDirAppendOp: DIR* NameSystem.appendFile: file /data/f1 for DFSClient_NONMAPREDUCE_452276056_1 at 127.0.0.1 block BP-555498238-127.0.0.1-1795776143708:blk_1073741825_1002 block size 786432',
+]
+
+
+def test_an_append_refused_after_recovering_the_old_lease_adds_no_lease():
+    """The recovery lines the append's handler logs inside the call do not release the
+    append's held events: the call's exception drops them (L1 on Hadoop saw two holders)."""
+    evs = one(SOFT_TAKEOVER, "namenode")
+    adds = [e for e in evs if e["event"] in ("nn.lease.add", "nn.file.append")]
+    assert [(e["event"], e["holder"]) for e in adds] == [
+        ("nn.file.append", "DFSClient_NONMAPREDUCE_452276056_1"),
+        ("nn.lease.add", "DFSClient_NONMAPREDUCE_452276056_1")]
+    names = [e["event"] for e in evs]
+    assert names.index("nn.rpc.reject") < names.index("nn.file.append")
+
+
 # real lines of stale-datanode-recovery-primary on Hadoop 3.4.2: dn3 copies the block to
 # dn1 on the NameNode's order (the target named by host name and the link's proxy)
 TRANSFER_LINES = [

@@ -36,6 +36,11 @@ SOURCE = "hadoop-log"
 # how long a request line's events wait for the handler thread's next line (the
 # exception of a refused call follows within milliseconds)
 HOLD_S = 1.0
+# Lines a create/append handler logs while it recovers the old holder's lease inside the
+# call (FSNamesystem.recoverLeaseInternal, internalReleaseLease): they decide nothing about
+# the call, which goes on only if the recovery closed the file at once
+_IN_CALL_RECOVERY = re.compile(r"^(startFile: recover \[Lease|Recovering \[Lease|"
+                               r"DIR\* NameSystem\.internalReleaseLease|BLOCK\* \{UCState=)")
 # The NameNode's own lease holder while it recovers a lease (HdfsServerConstants).
 NAMENODE_HOLDER = "HDFS_NameNode"
 DEFAULT_RELEASE = "3.4.2"
@@ -330,6 +335,8 @@ class LogMapper:
             if thread == line.thread:
                 if "call Call#" in line.msg:           # the call failed: it did not happen
                     del self.held[thread]
+                elif _IN_CALL_RECOVERY.match(line.msg):
+                    continue                           # not decided yet
                 elif line.level not in ("WARN", "ERROR"):
                     out += self.held.pop(thread)[1]    # the call went on
             elif line.ts - ts > HOLD_S:
