@@ -121,6 +121,7 @@ def no_agent_base(tmp_path) -> str:
     with open(HADOOP_BASE) as f:
         doc = yaml.safe_load(f)
     doc["cluster"]["hadoop_agent"] = False      # the agent is on by default on 3.x
+    del doc["cluster"]["config"]["lease.soft-limit"]   # only the agent can set it
     path = tmp_path / "hadoop-write-no-agent.yaml"
     path.write_text(yaml.safe_dump(doc))
     return str(path)
