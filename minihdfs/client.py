@@ -46,17 +46,20 @@ class LeaseRenewer:
     def __init__(self, client: "DFSClient"):
         self.client = client
         self.period = client.conf["lease.soft-limit"] / 2
+        self.hard_limit = client.conf["lease.hard-limit"]
         self.open_files: set[str] = set()
+        self.streams: dict[str, "DFSOutputStream"] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
         self.last_renewal = time.monotonic()
 
-    def begin(self, path: str) -> None:
+    def begin(self, path: str, stream: "DFSOutputStream") -> None:
         with self._lock:
             if not self.open_files:
                 self.last_renewal = time.monotonic()
             self.open_files.add(path)
+            self.streams[path] = stream
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, daemon=True, name="LeaseRenewer")
                 self._thread.start()
@@ -64,6 +67,7 @@ class LeaseRenewer:
     def end(self, path: str) -> None:
         with self._lock:
             self.open_files.discard(path)
+            self.streams.pop(path, None)
 
     def _run(self) -> None:
         while not self._stopped.wait(min(1.0, self.period / 4)):
@@ -75,7 +79,18 @@ class LeaseRenewer:
                     self.last_renewal = time.monotonic()
                     self.client.emit("client.lease.renew", holder=self.client.holder)
                 except (OSError, EOFError, HdfsError):
-                    pass   # try again at the next tick, as Hadoop does every second
+                    # try again at the next tick, as Hadoop does every second; 3.x
+                    # DFSClient.renewLease: after the hard limit without a renewal the
+                    # client gives up every file it writes (closeAllFilesBeingWritten(true))
+                    if time.monotonic() - self.last_renewal > self.hard_limit:
+                        self._abort_all()
+
+    def _abort_all(self) -> None:
+        with self._lock:
+            streams = list(self.streams.values())
+        for s in streams:   # DFSOutputStream.abort: the stream fails, its lease ends
+            s.fail(IOError(f"Lease timeout of {self.hard_limit:g} seconds expired."))
+            s.abort()
 
     def stop(self) -> None:
         self._stopped.set()
@@ -263,7 +278,7 @@ class DFSOutputStream:
             # DFSOutputStream's append with NEW_BLOCK: the file's last block, as it is, is
             # the previous block of the first addBlock
             self.streamer.last_block = dict(status["previous_block"])
-        client.renewer.begin(path)
+        client.renewer.begin(path, self)
         # stream_crc: the CRC-32 of the bytes written to this stream so far, so that a
         # verifier can check any prefix of the stream with one CRC combine
         self.stream, self.stream_crc = next(client.streams), 0

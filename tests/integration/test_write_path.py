@@ -251,7 +251,9 @@ def test_hflush_whose_fsync_fails_ends_the_stream_and_its_lease_renewal(make_clu
     hflush fails, and as in 3.x DFSOutputStream.flushOrSync the stream is closed for good
     (client.stream.error) and its file leaves the lease renewer."""
     cluster = make_cluster(config={"dfs.blocksize": 64 * KiB,
-                                   "dfs.client-write-packet-size": 8 * KiB})
+                                   "dfs.client-write-packet-size": 8 * KiB,
+                                   # the renewer must not give the stream up first
+                                   "lease.hard-limit": "60s"})
     c = client(cluster, "c1")
     clients.append(c)
     stream = c.create("/f", replication=3)
@@ -272,6 +274,26 @@ def test_hflush_whose_fsync_fails_ends_the_stream_and_its_lease_renewal(make_clu
     with pytest.raises(Exception, match="/f"):   # a failed stream keeps saying so
         stream.close()
     assert [e["offset"] for e in events(cluster, "c1", "client.hflush")] == [1000]
+
+
+def test_a_client_that_cannot_renew_for_the_hard_limit_gives_up_its_files(make_cluster,
+                                                                            clients):
+    """3.x DFSClient.renewLease: when renewals have failed for the lease hard limit the
+    client aborts every stream it writes (closeAllFilesBeingWritten(abort=true))."""
+    cluster = make_cluster(config={"lease.soft-limit": "1s", "lease.hard-limit": "2s"})
+    c = client(cluster, "c1")
+    clients.append(c)
+    stream = c.create("/f", replication=3)
+    stream.write(b"x" * 1000)
+    stream.hflush()
+    wait_for(lambda: events(cluster, "c1", "client.lease.renew"), 30, what="a renewal")
+    cluster.stop_node("nn")
+    [error] = wait_for(lambda: events(cluster, "c1", "client.stream.error", path="/f"), 30,
+                       what="the stream given up")
+    assert error["reason"] == "Lease timeout of 2 seconds expired."
+    assert c.renewer.open_files == set()
+    with pytest.raises(Exception, match="Lease timeout"):
+        stream.write(b"y")
 
 
 def test_client_calls_the_namenode_again_after_its_restart(make_cluster, clients):
