@@ -207,7 +207,9 @@ def test_hflush_makes_data_visible_to_a_concurrent_reader(make_cluster, clients)
 # -- NameNode restart ------------------------------------------------------------------
 
 def test_namenode_restart_keeps_the_namespace_and_open_files(make_cluster, clients):
-    cluster = make_cluster()
+    # a loaded machine may keep the NameNode down or in safe mode (renewals refused) past
+    # a short hard limit, and the client would then give its open file up (renewLease)
+    cluster = make_cluster(config={"lease.hard-limit": "60s"})
     c1 = client(cluster, "c1")
     clients.append(c1)
     closed = payload(MiB + 300 * KiB, seed=6)

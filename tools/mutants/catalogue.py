@@ -556,7 +556,8 @@ MUTANTS: tuple[Mutant, ...] = (
         seed="Hadoop LeaseRenewer.run (IOException: retry shortly); 3.x "
              "FSNamesystem.renewLease checkNameNodeSafeMode; CHECKS.md L6",
         file="minihdfs/client.py",
-        original="pass   # try again at the next tick, as Hadoop does every second",
+        original=("if time.monotonic() - self.last_renewal > self.hard_limit:\n"
+                  "                        self._abort_all()"),
         replacement="return   # mutant: the renewer stops after a failed renewal",
         # killed by L6: c1's renewals stop as the NameNode stops, while c1 lives on with
         # the file open until the harness stops it
