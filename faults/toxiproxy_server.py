@@ -175,7 +175,7 @@ class ToxiproxyServer:
             return True
 
         try:
-            # a 10 ms poll: the server answers some 10-20 ms after its spawn, once per run
+            # a short poll: the server answers soon after its spawn, and every run waits
             return tenacity.Retrying(stop=tenacity.stop_after_delay(timeout),
                                      wait=tenacity.wait_fixed(0.01), reraise=True,
                                      retry=tenacity.retry_if_exception_type(ToxiproxyError))(answers)

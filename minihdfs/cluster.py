@@ -41,8 +41,8 @@ BYTECODE_DIR = os.path.join(tempfile.gettempdir(), f"hdfs-chaos-{os.getuid()}", 
 def node_env() -> dict:
     """The environment of a node process: the mini-HDFS from PACKAGE_ROOT first, and its
     bytecode cached under BYTECODE_DIR even where PYTHONDONTWRITEBYTECODE is set (as in
-    some shells): else every node of every run compiles the whole mini-HDFS again,
-    some 20 ms of CPU per process, six processes a run. A prefix already set is kept."""
+    some shells): else every node process of every run compiles the whole mini-HDFS
+    again. A prefix already set is kept."""
     env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.setdefault("PYTHONPYCACHEPREFIX", BYTECODE_DIR)

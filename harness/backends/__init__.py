@@ -87,7 +87,7 @@ def get_backend(name: str) -> type[Backend]:
 def cleanup(backend: str) -> list[str]:
     """What a run of `backend` reaps first: local leftovers always (a scan of a folder),
     a docker run's also the engine's. A local run does not ask the Docker engine (a
-    probe of 25-40 ms where there is none, several requests where there is): nothing
+    probe at every run where there is none, several requests where there is): nothing
     a docker run leaves behind is in a local run's way (its ports are checked free)."""
     if backend == "docker":
         return cleanup_all()
