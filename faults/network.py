@@ -170,14 +170,27 @@ class LinkMesh:
         with self._lock:
             if self._proxies:
                 raise ToxiproxyError("this mesh is already created")
+            names = [spec.name(self.prefix) for spec in self.specs]
+            # one request for all (populate), after one look that none exists: populate
+            # would replace a proxy of the same name (another mesh's) where create refuses
+            taken = sorted(set(names) & set(self.api.proxies()))
+            if taken:
+                raise ToxiproxyError(f"a proxy of that name exists on the server: "
+                                     f"{', '.join(taken)}")
             try:
-                for spec in self.specs:
-                    made = self.api.create_proxy(spec.name(self.prefix),
-                                                 f"{self.proxy_host}:0", spec.upstream)
-                    port = made["listen"].rpartition(":")[2]
-                    self._proxies[spec] = MeshProxy(spec, made["name"], made["listen"],
+                made = self.api.populate([{"name": n, "listen": f"{self.proxy_host}:0",
+                                           "upstream": spec.upstream}
+                                          for n, spec in zip(names, self.specs)])
+                for spec, proxy in zip(self.specs, made):
+                    port = proxy["listen"].rpartition(":")[2]
+                    self._proxies[spec] = MeshProxy(spec, proxy["name"], proxy["listen"],
                                                     f"{self.advertise_host}:{port}")
             except BaseException:
+                for name in names:   # a refusal keeps the proxies made before it
+                    try:
+                        self.api.destroy_proxy(name)
+                    except ToxiproxyError:   # not made, or the server is gone
+                        pass
                 self.destroy()
                 raise
             for proxy in self._proxies.values():

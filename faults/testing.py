@@ -190,6 +190,16 @@ class InMemoryToxiproxy:
                                "upstream": upstream, "enabled": enabled, "toxics": []}
         return dict(self.proxies_[name])
 
+    def populate(self, proxies):
+        """As the server: in order, replacing a proxy of the same name; a refusal keeps
+        those made before it."""
+        made = []
+        for p in proxies:
+            self.proxies_.pop(p["name"], None)
+            made.append(self.create_proxy(p["name"], p["listen"], p["upstream"],
+                                          p.get("enabled", True)))
+        return made
+
     def _get(self, name):
         if name not in self.proxies_:
             raise ToxiproxyNotFound(name)

@@ -28,7 +28,7 @@ import tenacity
 from faults.base import FaultError
 from faults.kinds import FaultContext
 from harness import ports
-from harness.backends import BackendError, cleanup_all, get_backend
+from harness.backends import BackendError, cleanup, get_backend
 from harness.reconcile.verdict import VERDICT_FILE, Verdict
 from harness.scenario import AtTime, OnEvent, Scenario, ScenarioError, load_scenario
 from harness.triggers import LogTailer, TriggerEngine
@@ -140,7 +140,7 @@ class Run:
         previous = _install_signal_handlers()
         ports.claim_run_ports()   # this process's own slice of ports, beside other harnesses
         try:
-            cleanup_all()
+            cleanup(self.backend_name)
             backend_cls = get_backend(self.backend_name)
             kw = {"keep": self.keep, "system": self.system}
             refusal = self.system.capabilities().backend_refusal(self.system.name,

@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Callable
 
@@ -32,6 +33,20 @@ from .routing import Routes
 from .rpc import RpcClient
 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# where node processes keep the bytecode of what they import (PYTHONPYCACHEPREFIX): a
+# folder of ours, never the source tree
+BYTECODE_DIR = os.path.join(tempfile.gettempdir(), f"hdfs-chaos-{os.getuid()}", "pycache")
+
+
+def node_env() -> dict:
+    """The environment of a node process: the mini-HDFS from PACKAGE_ROOT first, and its
+    bytecode cached under BYTECODE_DIR even where PYTHONDONTWRITEBYTECODE is set (as in
+    some shells): else every node process of every run compiles the whole mini-HDFS
+    again. A prefix already set is kept."""
+    env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.setdefault("PYTHONPYCACHEPREFIX", BYTECODE_DIR)
+    return env
 
 
 class LocalCluster:
@@ -124,7 +139,7 @@ class LocalCluster:
         spec = self.nodes[node]
         os.makedirs(spec["storage"], exist_ok=True)
         out = open(spec["stdout"], "ab")
-        env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env = node_env()
         proc = self._popen(self.command(node), stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True,
                                 cwd=self.dir)
@@ -158,7 +173,7 @@ class LocalCluster:
                "--routes", spec["routes"], "--config", spec["config"], "--events", spec["events"],
                "--workload", spec["workload"], "--seed", str(seed), "--gate-dir", spec["gate_dir"]]
         out = open(spec["stdout"], "ab")
-        env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env = node_env()
         proc = self._popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True, cwd=self.dir)
         out.close()

@@ -4,7 +4,8 @@ A backend starts Toxiproxy and one proxy per directed link, starts the NameNode 
 DataNodes with routing maps through those proxies, starts workload clients, controls
 nodes for the faults (`control`: kill, stop, start, pause, resume), and stops and
 removes everything it started, on every exit path. What a killed harness left behind
-is reaped by `cleanup_all()`, which every run calls first.
+is reaped by `cleanup_all()` (`hdfs-chaos cleanup`); every run first calls
+`cleanup(backend)`, which reaps its own backend's leftovers.
 """
 
 from __future__ import annotations
@@ -81,6 +82,17 @@ def get_backend(name: str) -> type[Backend]:
         from .docker import DockerBackend
         return DockerBackend
     raise BackendError(f"unknown backend {name!r}: use local or docker")
+
+
+def cleanup(backend: str) -> list[str]:
+    """What a run of `backend` reaps first: local leftovers always (a scan of a folder),
+    a docker run's also the engine's. A local run does not ask the Docker engine (a
+    probe at every run where there is none, several requests where there is): nothing
+    a docker run leaves behind is in a local run's way (its ports are checked free)."""
+    if backend == "docker":
+        return cleanup_all()
+    from .local import reap_local
+    return reap_local()
 
 
 def cleanup_all() -> list[str]:

@@ -106,6 +106,16 @@ def test_mesh_create_is_all_or_nothing():
     assert api.proxies_ == {}
 
 
+def test_mesh_create_refuses_a_name_taken_on_the_server():
+    # populate would replace it: the other mesh's proxy must stay as it was
+    api = FakeAPI()
+    api.create_proxy("dn1->dn2.rpc", "127.0.0.1:0", "127.0.0.1:1")
+    with pytest.raises(ToxiproxyError, match="dn1->dn2.rpc"):
+        LinkMesh(api, LISTEN, CLIENTS).create()
+    assert list(api.proxies_) == ["dn1->dn2.rpc"]
+    assert api.proxies_["dn1->dn2.rpc"]["upstream"] == "127.0.0.1:1"
+
+
 def test_add_toxic_is_all_or_nothing():
     api = FakeAPI(fail_on_toxic=("c1->dn2.xfer", "f.downstream"))
     mesh = LinkMesh(api, LISTEN, CLIENTS).create()

@@ -215,7 +215,7 @@ def test_the_run_records_whether_the_agent_was_on(tmp_path, monkeypatch):
 
     def stop():
         raise runner_mod.RunError("stop here")
-    monkeypatch.setattr(runner_mod, "cleanup_all", stop)
+    monkeypatch.setattr(runner_mod, "cleanup", lambda backend: stop())
     monkeypatch.setattr(runner_mod.ports, "claim_run_ports", lambda: None)
     monkeypatch.setattr(Run, "_teardown", lambda self: None)
     run = Run(sc, "local", str(tmp_path / "out"), 1, False, None,

@@ -56,3 +56,16 @@ def test_stop_nodes_tells_every_node_before_waiting_for_any(tmp_path, monkeypatc
     told = {pid for what, pid in calls[:waits[0]] if what == "signal"}
     assert told == {5000, 5001, 5002}
     assert all(c.nodes[n]["pid"] is None for n in c.nodes)
+
+
+def test_node_processes_cache_their_bytecode_outside_the_tree(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    monkeypatch.setattr(local_cluster, "PACKAGE_ROOT", str(tmp_path / "mutant"))
+    env = local_cluster.node_env()
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["PYTHONPYCACHEPREFIX"] == local_cluster.BYTECODE_DIR
+    assert not env["PYTHONPYCACHEPREFIX"].startswith(local_cluster.PACKAGE_ROOT)
+    assert env["PYTHONPATH"].split(":")[0] == str(tmp_path / "mutant")
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "mine"))
+    assert local_cluster.node_env()["PYTHONPYCACHEPREFIX"] == str(tmp_path / "mine")

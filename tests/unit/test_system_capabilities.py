@@ -155,7 +155,7 @@ def no_processes(monkeypatch):
             made.append(kw)
             raise runner_mod.RunError("a backend was made")
 
-    monkeypatch.setattr(runner_mod, "cleanup_all", lambda: [])
+    monkeypatch.setattr(runner_mod, "cleanup", lambda backend: [])
     monkeypatch.setattr(runner_mod.ports, "claim_run_ports", lambda: None)
     monkeypatch.setattr(runner_mod, "get_backend", lambda name: Backend)
     monkeypatch.setattr(Run, "_teardown", lambda self: None)
