@@ -459,8 +459,7 @@ class Explorer:
         try:
             if not self.points:
                 self._record_base()
-            explore_until = self.budget * (1 - SHRINK_SHARE)
-            self._explore(lambda: self.elapsed() < explore_until)
+            self._explore(self.exploring)
             self._shrink_findings(lambda: self.shrink and self.elapsed() < self.budget)
         finally:
             self.save()
@@ -472,6 +471,12 @@ class Explorer:
         self.say(f"explore: {len(self.state.results)} schedules, "
                  f"{len(self.state.findings)} findings; summary {summary}")
         return self.state
+
+    def exploring(self) -> bool:
+        """Whether to start more schedules: the last quarter of the budget is kept for
+        shrinking once there is a finding to shrink, not before."""
+        until = self.budget * (1 - SHRINK_SHARE) if self.state.findings else self.budget
+        return self.elapsed() < until
 
     def _record_base(self) -> None:
         """Run the base once without faults and queue the schedules at its points. Its
