@@ -405,11 +405,35 @@ class Explorer:
     def _explorable(self, fault) -> bool:
         return not (fault.target in self._lost and fault.kind in kind_names(ends_node=True))
 
+    def last_closes(self, points: list[FailurePoint]) -> set[FailurePoint]:
+        """The points of each writer's last close that the system cannot hold at: its
+        `client.close` and the NameNode's successful `nn.file.complete` of that file. The
+        writer's process exits right after, before a plain trigger (~20 ms late) pauses
+        it (Hadoop 3.4.2: "c1 is not running", the run an error)."""
+        writers = self.writers()
+        last: dict[str, float] = {}
+        for p in points:
+            if p.event == "client.close" and p.node in writers.values():
+                last[p.node] = max(last.get(p.node, p.ts), p.ts)
+        out = set()
+        for p in points:
+            where = dict(p.where)
+            client = p.node if p.event == "client.close" else \
+                writers.get(where.get("path")) if p.event == "nn.file.complete" and where.get("ok") else None
+            if client in last and p.ts <= last[client] and not self.exact_at(p) and \
+                    not any(q.event == "client.close" and q.node == client and p.ts < q.ts < last[client]
+                            for q in points):
+                out.add(p)
+        return out
+
     def depth1(self, points: list[FailurePoint]) -> list[Schedule]:
         out = []
+        closing = self.last_closes(points)
         for p in points:
             for fault in faults_at(p, self.scenario.datanode_ids, self.scenario.client_ids,
                                    self.writers()):
+                if p in closing and fault.kind == "pause" and fault.target in self.scenario.client_ids:
+                    continue   # the writer is gone when the pause comes
                 if self._explorable(fault):
                     out.append(Schedule((Step(p, fault),)))
         return out
@@ -459,8 +483,7 @@ class Explorer:
         try:
             if not self.points:
                 self._record_base()
-            explore_until = self.budget * (1 - SHRINK_SHARE)
-            self._explore(lambda: self.elapsed() < explore_until)
+            self._explore(self.exploring)
             self._shrink_findings(lambda: self.shrink and self.elapsed() < self.budget)
         finally:
             self.save()
@@ -472,6 +495,12 @@ class Explorer:
         self.say(f"explore: {len(self.state.results)} schedules, "
                  f"{len(self.state.findings)} findings; summary {summary}")
         return self.state
+
+    def exploring(self) -> bool:
+        """Whether to start more schedules: the last quarter of the budget is kept for
+        shrinking once there is a finding to shrink, not before."""
+        until = self.budget * (1 - SHRINK_SHARE) if self.state.findings else self.budget
+        return self.elapsed() < until
 
     def _record_base(self) -> None:
         """Run the base once without faults and queue the schedules at its points. Its

@@ -244,3 +244,22 @@ def test_a_findings_reproducer_runs_on_the_same_hadoop(tmp_path):
     sc = load_scenario_text((tmp_path / "out" / group["reproducer"]).read_text(), "f.yaml")
     assert sc.cluster.system == "hadoop" and sc.cluster.hadoop_version == "3.3.6"
     assert sc.cluster.hadoop_agent is True and tuple(sc.systems) == ("minihdfs", "hadoop")
+
+
+def test_the_writer_is_not_paused_at_its_last_close_where_the_trigger_is_plain(tmp_path):
+    """Hadoop's client JVM exits right after its last close: a pause at `client.close` or
+    at the successful `nn.file.complete` (log events, plain triggers) came when c1 was
+    gone, and the run ended in error ("c1 is not running", 27 Nov 2026). A crash there is
+    kept (a kill of a gone process is nothing), and so is the pause at earlier points."""
+    from harness.explore.points import read_run_events
+    real = os.path.join(ROOT, "tests", "unit", "data", "hadoop-3.4.2-explore-write")
+    points = extract_points(read_run_events(real))
+    x = Explorer(HADOOP_BASE, str(tmp_path / "out"), 60, system="hadoop",
+                 hadoop_version="3.4.2")
+    steps = [s.steps[0] for s in x.depth1(points)]
+    pauses = {(st.point.event, dict(st.point.where).get("ok")) for st in steps
+              if st.fault.kind == "pause" and st.fault.target == "c1"}
+    assert ("client.close", None) not in pauses and ("nn.file.complete", True) not in pauses
+    assert ("nn.block.allocate", None) in pauses
+    crashes = {st.point.event for st in steps if st.fault.kind == "crash_client"}
+    assert {"client.close", "nn.file.complete"} <= crashes

@@ -42,3 +42,21 @@ def test_no_shrinking_round_starts_once_the_budget_is_spent(tmp_path):
     group = x.state.findings["fail:L6:x"]
     assert group["finding"]["shrunk_by"] == ["drop a fault"]
     assert os.path.exists(os.path.join(x.out, group["reproducer"]))
+
+
+def test_the_shrinking_share_is_explored_while_there_is_nothing_to_shrink(tmp_path):
+    # a one-hour exploration without findings explored 45 min and ended (27 Nov 2026)
+    x = Explorer(os.path.join(DATA, "base.yaml"), str(tmp_path / "out"), 100,
+                 say=lambda m: None, status=lambda m: None)
+    x._load_or_init()
+    x.t0 = __import__("time").time()
+    x.elapsed_before = 80                       # in the last quarter
+    assert x.exploring()
+    x.state.findings["fail:L6:x"] = {"signature": "fail:L6:x", "members": ["a"],
+                                      "outcome": "fail", "failed": ["L6"]}
+    assert not x.exploring()                    # a finding: its share is kept for shrinking
+    x.elapsed_before = 50
+    assert x.exploring()
+    x.state.findings.clear()
+    x.elapsed_before = 100                      # the budget is spent either way
+    assert not x.exploring()
