@@ -646,7 +646,8 @@ def _rule_text(r: AgentRule, hold: bool = False) -> str:
 
 # The lease limits a scenario asks for and the release's configuration cannot give (a
 # soft limit, a hard limit before 3.4), set as Hadoop's own tests set them
-# (MiniDFSCluster.setLeasePeriod, DFSClientAdapter): class -> the javap text of the method
+# (MiniDFSCluster.setLeasePeriod; LeaseRenewer.setRenewalTime is @VisibleForTesting):
+# class -> the javap text of the method
 LEASE_MEMBERS = {
     "org.apache.hadoop.hdfs.server.namenode.LeaseManager": "public void setLeasePeriod(long, long)",
     "org.apache.hadoop.hdfs.client.impl.LeaseRenewer": "public synchronized void setRenewalTime(long)",
