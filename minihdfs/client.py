@@ -47,8 +47,7 @@ class LeaseRenewer:
         self.client = client
         self.period = client.conf["lease.soft-limit"] / 2
         self.hard_limit = client.conf["lease.hard-limit"]
-        self.open_files: set[str] = set()
-        self.streams: dict[str, "DFSOutputStream"] = {}
+        self.streams: dict[str, "DFSOutputStream"] = {}   # the files open, by path
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
@@ -56,9 +55,8 @@ class LeaseRenewer:
 
     def begin(self, path: str, stream: "DFSOutputStream") -> None:
         with self._lock:
-            if not self.open_files:
+            if not self.streams:
                 self.last_renewal = time.monotonic()
-            self.open_files.add(path)
             self.streams[path] = stream
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, daemon=True, name="LeaseRenewer")
@@ -66,13 +64,12 @@ class LeaseRenewer:
 
     def end(self, path: str) -> None:
         with self._lock:
-            self.open_files.discard(path)
             self.streams.pop(path, None)
 
     def _run(self) -> None:
         while not self._stopped.wait(min(1.0, self.period / 4)):
             with self._lock:
-                busy = bool(self.open_files)
+                busy = bool(self.streams)
             if busy and time.monotonic() - self.last_renewal >= self.period:
                 try:
                     self.client.nn_call("renewLease", holder=self.client.holder, retries=0)
@@ -84,6 +81,11 @@ class LeaseRenewer:
                     # client gives up every file it writes (closeAllFilesBeingWritten(true))
                     if time.monotonic() - self.last_renewal > self.hard_limit:
                         self._abort_all()
+
+    @property
+    def open_files(self) -> set[str]:
+        with self._lock:
+            return set(self.streams)
 
     def _abort_all(self) -> None:
         with self._lock:

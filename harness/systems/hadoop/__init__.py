@@ -79,8 +79,13 @@ class Hadoop(SystemUnderTest):
         """`agent`: whether the run has the agent (it sets any lease limit); None: where
         this release has a rule table and --no-hadoop-agent is not given."""
         if agent is None:
-            agent = os.environ.get(AGENT_ENV) != "off" and self._has_table()
+            agent = self._agent_default()
         return config_issues(dict(config), self.version, agent=agent)
+
+    def _agent_default(self) -> bool:
+        """On unless --no-hadoop-agent, where this release has a rule table (2.x: none,
+        the logs alone)."""
+        return os.environ.get(AGENT_ENV) != "off" and self._has_table()
 
     def _has_table(self) -> bool:
         from .agent import table_for
@@ -129,12 +134,10 @@ class Hadoop(SystemUnderTest):
     def agent_on(self, scenario) -> bool:
         """Whether the run's JVMs get the agent: off with --no-hadoop-agent, else the
         scenario's `hadoop_agent`, else (None) on where this release has a rule table."""
-        if os.environ.get(AGENT_ENV) == "off":
-            return False
         asked = getattr(scenario.cluster, "hadoop_agent", None)
-        if asked is not None:
-            return asked is True
-        return self._has_table()   # 2.x: no rules, the logs alone
+        if asked is None or os.environ.get(AGENT_ENV) == "off":
+            return self._agent_default()
+        return asked is True
 
     def can_hold(self, trigger) -> bool:
         """Whether the agent can hold an exact trigger (an event only its rules make)."""
