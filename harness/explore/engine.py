@@ -642,7 +642,9 @@ class Explorer:
                     to_verify.append((s, r))
             verifying = [t for t in verifying if t.is_alive()]
             self._check_base()
-            idle = not running
+            # idle: no run going and none to start; a lone worker between two of its runs
+            # is not idle (its verification batches would hold one run each)
+            idle = not running and (not go_on() or len(self.queue) == 0 or limit_reached())
             if to_verify and not verifying and (len(to_verify) >= self.batch or idle):
                 batch, to_verify = to_verify, []
                 t = threading.Thread(target=verify_batch, args=(batch,), daemon=True)

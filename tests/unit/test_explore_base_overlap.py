@@ -59,3 +59,38 @@ def test_a_base_run_that_fails_its_checks_stops_the_exploration(tmp_path):
     with pytest.raises(ExploreError, match="clean run of the base scenario does not pass"):
         x._explore(lambda: False)
     assert x.state.base_run["outcome"] == "fail" and x.state.base_run["failed"] == ["L6"]
+
+
+class _DonePool:
+    """A pool whose runs end at once, each in a run folder of the base run's events."""
+
+    def __init__(self, run_dir):
+        self.run_dir, self.submitted = run_dir, 0
+
+    def submit(self, fn, *args):
+        import concurrent.futures as cf
+        self.submitted += 1
+        future = cf.Future()
+        future.set_result({"run_dir": self.run_dir, "status": "completed", "errors": []})
+        return future
+
+
+def test_one_worker_verifies_in_batches_not_run_by_run(tmp_path):
+    """A lone worker has no run going between two of its runs: that moment is not idle,
+    or every verification batch would hold one run (each a Spark job of its own)."""
+    x, release = explorer_with_slow_verifier(
+        tmp_path, Verdict(scenario="base", passed=True, checks=[]))
+    release.set()
+    x._record_base()
+    x._check_base(wait=True)
+    batches = []
+
+    def verify(results):
+        batches.append(len(results))
+        return [Verdict(scenario="s", passed=True, checks=[]) for _ in results]
+    x._verify = verify
+    x.workers, x.batch, x.max_schedules = 1, 4, 6
+    x.pool = _DonePool(str(tmp_path / "base-run"))
+    x._explore(lambda: True)
+    assert x.pool.submitted == 6 and sum(batches) == 6
+    assert batches == [4, 2]
