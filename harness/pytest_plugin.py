@@ -16,7 +16,8 @@ properties hold `run_dir`, `report`, `failed_checks` and `unmet`.
 Verification is batched: the first scenario item of a backend runs every selected
 scenario of that backend, then one Spark job verifies all their runs (Spark's start and
 per-job costs are paid once, not once a scenario); every item still passes or fails on
-its own verdict. `--verify-each` verifies each run as it ends instead.
+its own verdict. `--scenario-workers N` runs N of them at a time (as `hdfs-chaos run
+--workers N`); `--verify-each` verifies each run as it ends instead.
 
 Options: `--backend local|docker|all` (default local; `all` runs every scenario on both
 backends, the docker runs skipped when no Docker engine answers), `--out DIR`
@@ -47,6 +48,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--backend", choices=("local", "docker", "all"), default="local",
                     help="where scenario clusters run: local processes, docker containers, "
                          "or all (both; docker skipped without an engine)")
+    group.addoption("--scenario-workers", type=int, default=1, metavar="N",
+                    help="scenario runs at a time in a batch, each in a worker process with "
+                         "its own ports, as `hdfs-chaos run --workers N` (default 1)")
     group.addoption("--verify-each", action="store_true",
                     help="verify each scenario's run as it ends (default: one Spark batch)")
     group.addoption("--out", default="results", metavar="DIR",
@@ -215,14 +219,45 @@ class _Batch:
                            and i.backend == self.backend and i.scenario is not None
                            and i.runs_here() and i.nodeid not in self.verdicts]
         results = first.config.getoption("out", "results")
-        outcomes = []
-        for item in items:
-            outcomes.append(run_unverified(item.scenario, backend=self.backend,
-                                           results_dir=results, system=item.system))
-            if outcomes[-1].status == "interrupted":
-                raise KeyboardInterrupt
-        for item, verdict in zip(items, verify_outcomes(outcomes)):
+        workers = first.config.getoption("scenario_workers", 1) or 1
+        if workers > 1 and len(items) > 1:
+            ran = self._run_in_pool(items, min(workers, len(items)), results)
+        else:
+            ran = []
+            for item in items:
+                ran.append((item, run_unverified(item.scenario, backend=self.backend,
+                                                 results_dir=results, system=item.system)))
+                if ran[-1][1].status == "interrupted":
+                    raise KeyboardInterrupt
+        for (item, _), verdict in zip(ran, verify_outcomes([o for _, o in ran])):
             self.verdicts[item.nodeid] = verdict
+
+    def _run_in_pool(self, items: list["ScenarioItem"], workers: int, results: str) -> list:
+        """The items' runs `workers` at a time (harness.runner.run_pool: a process each,
+        its own port slice); Ctrl-C stops every running run, which heals and cleans up."""
+        from harness.runner import _stop_workers, run_file, run_pool
+        pool = run_pool(workers)
+        try:
+            futures = [pool.submit(run_file, str(item.path), self.backend, results, None,
+                                   False, True, item.system, None) for item in items]
+            ran = []
+            for item, future in zip(items, futures):
+                try:
+                    outcome = future.result()
+                except Exception as e:   # the worker broke (not the run): this item fails
+                    self.verdicts[item.nodeid] = Verdict(
+                        scenario=item.scenario.name, passed=False,
+                        error=f"the run's worker broke: {type(e).__name__}: {e}")
+                    continue
+                if outcome.status == "interrupted":
+                    raise KeyboardInterrupt
+                ran.append((item, outcome))
+            return ran
+        except KeyboardInterrupt:
+            _stop_workers(pool)
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _batch(session: pytest.Session, backend: str) -> _Batch:

@@ -232,3 +232,31 @@ def test_known_bug_scenarios_run_on_the_minihdfs(pytester, runner):
     assert runner.systems == {"kb": "minihdfs", "kb-fails": "minihdfs"}
     result.stdout.fnmatch_lines(["*scenario kb-fails failed: failed checks D2*",
                                  "*kb-hadoop-only does not run on minihdfs: needs a JVM*"])
+
+
+def test_scenario_workers_run_the_batch_in_a_pool(pytester, library, runner):
+    """--scenario-workers N: the batch's runs go to harness.runner's pool (N at a time), all
+    verified in one batch; a worker that broke fails its item alone."""
+    import concurrent.futures as cf
+
+    import yaml
+    pools = []
+
+    def run_pool(workers):
+        pools.append(workers)
+        return cf.ThreadPoolExecutor(max_workers=workers)
+
+    def run_file(path, backend, results, seed, keep, quiet, system, hadoop_version):
+        name = yaml.safe_load(Path(path).read_text())["name"]
+        if name == "client-crash-after-hflush":
+            raise OSError("the worker died")
+        return runner.run_unverified(types.SimpleNamespace(name=name), backend, results,
+                                     system)
+
+    runner.run_pool, runner.run_file, runner._stop_workers = run_pool, run_file, lambda p: None
+    (library / "other.yaml").write_text(MINIMAL.format(name="other"))
+    result = pytester.runpytest(*_plugin_args(), "--out", "out", "--scenario-workers", "2")
+    result.assert_outcomes(passed=2, failed=2)
+    assert pools == [2]
+    assert sorted(runner.calls) == [("fine", "local", "out"), ("other", "local", "out")]
+    result.stdout.fnmatch_lines(["*the run's worker broke: OSError: the worker died*"])
