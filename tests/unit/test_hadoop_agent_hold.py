@@ -311,6 +311,7 @@ def test_the_holdable_events_per_release(release):
     ("dn.replica.state", {"reason": "write"}, "dn2", "the logs make dn.replica.state too"),
     ("nn.block.state", {"state": "COMMITTED"}, "nn", "{state: one of COMPLETE}"),
     ("nn.lease.recover", {}, "dn1", "in the namenode only"),
+    ("client.stream.error", {}, "c1", "the workload client makes it too"),
 ])
 def test_an_exact_trigger_the_agent_cannot_hold_is_refused_in_one_line(event, where, node, msg):
     with pytest.raises(ValueError) as e:
@@ -462,3 +463,14 @@ faults:
     issue, = h.hold_issues(bad)
     assert issue.startswith("fault k: exact: true on client.hflush: on hadoop only")
     assert issue in h.issues(bad)
+
+
+def test_a_stream_the_client_gives_up_is_a_stream_error():
+    """DFSOutputStream.abort (the renewer gave up the client's files): the workload's
+    writer may never call the stream again, so the agent tells it."""
+    m = agent.AgentMapper("client", "3.4.2")
+    ev, = m.feed(f"stream_abort\t{T}\t31\tLeaseRenewer:root@localhost:4100\t/data/f1\t60")
+    assert {k: ev[k] for k in ("event", "path", "error", "reason", "source")} == {
+        "event": "client.stream.error", "path": "/data/f1", "error": "IOException",
+        "reason": "Lease timeout of 60 seconds expired.", "source": "hadoop-agent"}
+    assert "stream_abort" in agent.script("3.4.2")

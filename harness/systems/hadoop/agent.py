@@ -46,6 +46,7 @@ _DN = "org.apache.hadoop.hdfs.server.datanode."
 
 DS = "org.apache.hadoop.hdfs.DataStreamer"
 RDF = "org.apache.hadoop.hdfs.protocol.datatransfer.ReplaceDatanodeOnFailure"
+DFSOS = "org.apache.hadoop.hdfs.DFSOutputStream"
 
 # contract events an agent rule provides in place of the log adapter's (logmap), by role:
 # the log's recoverLease line names no requester; the log's client.pipeline.replace are
@@ -270,6 +271,21 @@ TABLE_3_4: list[AgentRule] = [
                     (DS, "org.apache.hadoop.hdfs.protocol.DatanodeInfo[] nodes;"),
                     (DS, "org.apache.hadoop.hdfs.protocol.ExtendedBlock getBlock()"),
                     (DS, "long lastAckedSeqno;"))),
+    # A stream the client gives up without closing it: DFSOutputStream.abort, called by
+    # DFSClient.closeAllFilesBeingWritten(true) when the client failed to renew its lease
+    # for the hard limit (3.x DFSClient.renewLease) or a renewal timed out (LeaseRenewer
+    # .run). The workload sees it only at its next call on the stream, and a writer that
+    # keeps its file open without writing never does; abort sets this very message.
+    AgentRule("stream_abort", "client", DFSOS, "abort", "void abort()", "AT ENTRY",
+              "client.stream.error",
+              _f(path="$0.src", timeout="$0.dfsClient.getConf().getHdfsTimeout() / 1000"),
+              condition="!$0.isClosed()",
+              uses=((DFSOS, "java.lang.String src;"), (DFSOS, "boolean isClosed()"),
+                    (DFSOS, "org.apache.hadoop.hdfs.DFSClient dfsClient;"),
+                    ("org.apache.hadoop.hdfs.DFSClient",
+                     "org.apache.hadoop.hdfs.client.impl.DfsClientConf getConf()"),
+                    ("org.apache.hadoop.hdfs.client.impl.DfsClientConf",
+                     "int getHdfsTimeout()"))),
     AgentRule("replace_failed", "client", DS, "handleDatanodeReplacement",
               "void handleDatanodeReplacement()", "AT EXCEPTION EXIT",
               "client.pipeline.replace",
@@ -421,6 +437,9 @@ HOLD_PINS: dict[str, tuple[str, tuple[str, ...]]] = {
                                     "recover_close", "transfer", "restart", "restart_saved")),
     "client.pipeline.error": ("stage", ("PIPELINE_SETUP_CREATE",)),
 }
+# events an agent rule makes that no hold can stand for: the workload client makes them
+# too, in its own code (a failed call's client.stream.error), where no rule runs
+_UNHOLDABLE = {"client.stream.error": "the workload client makes it too, at its own calls"}
 _ROLE_OF_NODE = (("nn", "namenode"), ("dn", "datanode"))
 
 
@@ -432,7 +451,8 @@ def holdable(release: str) -> dict[str, list[str]]:
     """The events an exact trigger can hold at on `release`: event -> its rules' names."""
     out: dict[str, list[str]] = {}
     for r in table_for(release):
-        out.setdefault(r.event, []).append(r.name)
+        if r.event not in _UNHOLDABLE:
+            out.setdefault(r.event, []).append(r.name)
     return out
 
 
@@ -447,6 +467,9 @@ def hold_rules(release: str, event: str, where: dict, node: str | None = None) -
     of a call (entry, note) included: the mapper joins them. A rule whose field is a
     constant that `where` contradicts is left out (fewer announcements). Raises
     ValueError (one line) when the agent cannot hold that event."""
+    if event in _UNHOLDABLE:
+        raise ValueError(f"exact: true on {event}: on hadoop {_UNHOLDABLE[event]}; drop "
+                         f"`exact: true` or declare `systems: [minihdfs]`")
     rules = [r for r in table_for(release) if r.event == event]
     if not rules:
         raise ValueError(
@@ -888,6 +911,12 @@ def _replica_state(v: dict, _done: dict) -> dict:
             "state": v["state"], "reason": _null(v["reason"])}
 
 
+def _stream_abort(v: dict, _done: dict) -> dict:
+    # what the stream then throws at the workload (DFSOutputStream.abort)
+    return {"path": v["path"], "error": "IOException",
+            "reason": f"Lease timeout of {v['timeout']} seconds expired."}
+
+
 def _setup_failed(v: dict, done: dict) -> dict:
     names = done["_names"]
     pipeline = names.nodes_in(v["pipeline"])
@@ -920,7 +949,8 @@ _EVENTS = {"nn.file.close": _file_close, "nn.file.truncate": _file_truncate,
            "client.pipeline.replace": _replace,
            "nn.lease.recover": _lease_recover, "nn.block.state": _block_state,
            "dn.replica.state": _replica_state, "client.pipeline.error": _setup_failed,
-           "dn.pipeline.setup": _pipeline_setup, "nn.replica.reported": _replica_reported}
+           "dn.pipeline.setup": _pipeline_setup, "nn.replica.reported": _replica_reported,
+           "client.stream.error": _stream_abort}
 # rules whose event another rule of the same name makes differently
 _BY_RULE = {"replica_loaded": _replica_loaded}
 
