@@ -72,8 +72,8 @@ def test_why_a_scenario_is_not_run_on_a_system(tmp_path):
     assert "hard-codes the soft limit" in _why_not(scenarios[str(soft)], "hadoop", hadoop)
     # a takeover after the soft limit runs on Hadoop with the agent, which sets the limit
     assert _why_not(scenarios[takeover], "hadoop", hadoop) is None
-    renews = os.path.join(ROOT, "scenarios", "nn-restart-live-writer-renews.yaml")
-    [sc] = validate_files([renews])[0].values()
-    assert "gives up every file" in _why_not(sc, "hadoop", hadoop)
+    first_hflush = os.path.join(ROOT, "scenarios", "nn-restart-fails-first-hflush.yaml")
+    [sc] = validate_files([first_hflush])[0].values()
+    assert "Hadoop places replicas at random" in _why_not(sc, "hadoop", hadoop)
     assert _why_not(scenarios[SCENARIO], "hadoop", hadoop) is None
     assert _why_not(scenarios[str(runs)], "hadoop", hadoop) is None
