@@ -61,6 +61,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    workers = config.getoption("scenario_workers", 1)
+    if workers is not None and workers < 1:
+        raise pytest.UsageError(f"--scenario-workers {workers}: give a number of runs at a "
+                                f"time, 1 or more")
     old = config.getoption("results_deprecated", None)
     if old is not None:
         config.option.out = old
@@ -219,7 +223,7 @@ class _Batch:
                            and i.backend == self.backend and i.scenario is not None
                            and i.runs_here() and i.nodeid not in self.verdicts]
         results = first.config.getoption("out", "results")
-        workers = first.config.getoption("scenario_workers", 1) or 1
+        workers = first.config.getoption("scenario_workers", 1)
         if workers > 1 and len(items) > 1:
             ran = self._run_in_pool(items, min(workers, len(items)), results)
         else:

@@ -260,3 +260,10 @@ def test_scenario_workers_run_the_batch_in_a_pool(pytester, library, runner):
     assert pools == [2]
     assert sorted(runner.calls) == [("fine", "local", "out"), ("other", "local", "out")]
     result.stdout.fnmatch_lines(["*the run's worker broke: OSError: the worker died*"])
+
+
+def test_scenario_workers_below_one_is_refused_in_one_line(pytester, library, runner):
+    result = pytester.runpytest(*_plugin_args(), "--scenario-workers", "0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--scenario-workers 0: give a number of runs at a time, 1 or more*"])
+    assert runner.calls == []
