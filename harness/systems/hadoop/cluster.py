@@ -510,9 +510,11 @@ class HadoopCluster:
             raise ClusterError(f"{node} has no JMX bean {query}")
         return beans[0]
 
-    def live_datanodes(self) -> int:
-        return int(self.jmx("nn", "Hadoop:service=NameNode,name=FSNamesystemState")
-                   ["NumLiveDataNodes"])
+    def namenode_state(self) -> tuple[int, str]:
+        """Live DataNodes and FSState (`Operational`, or `safeMode` until enough block
+        reports are in) from one read of the NameNode's FSNamesystemState bean."""
+        bean = self.jmx("nn", "Hadoop:service=NameNode,name=FSNamesystemState")
+        return int(bean["NumLiveDataNodes"]), str(bean.get("FSState", ""))
 
     def live_nodes(self) -> dict[str, dict]:
         """The NameNode's LiveNodes by DataNode id (lastContact etc.), from NameNodeInfo."""
@@ -522,8 +524,11 @@ class HadoopCluster:
                 for key, info in json.loads(raw).items()}
 
     def wait_healthy(self, timeout: float = 90.0, datanodes: int | None = None) -> float:
-        """Until the NameNode counts `datanodes` (default all) live; returns the seconds
-        waited. Fails early with the log's path when a daemon exits."""
+        """Until the NameNode counts `datanodes` (default all) live and is out of safe
+        mode; returns the seconds waited. Fails early with the log's path when a daemon
+        exits. A restarted NameNode counts a DataNode live at its registration, before its
+        block report: until then it is in safe mode and refuses a read of a block it has
+        no location of (FSNamesystem.getBlockLocations, SafeModeException)."""
         want = len(self.datanodes()) if datanodes is None else datanodes
         start = time.monotonic()
         why = "not asked yet"
@@ -536,9 +541,9 @@ class HadoopCluster:
                     raise ClusterError(f"{node} exited with code {proc.returncode}; see "
                                        f"{self.nodes[node]['stdout']} and {self.nodes[node]['log']}")
             try:
-                live = self.live_datanodes()
-                why = f"{live} of {want} DataNodes live"
-                return live >= want
+                live, fs_state = self.namenode_state()
+                why = f"{live} of {want} DataNodes live, NameNode {fs_state or 'state unknown'}"
+                return live >= want and fs_state == "Operational"
             except (OSError, urllib.error.URLError, ValueError, KeyError, ClusterError) as e:
                 why = f"NameNode JMX not answering ({e})"
                 return False

@@ -124,6 +124,20 @@ def datanode_space(cluster, attempts: int = 3, timeout: float = 10.0,
     return out
 
 
+def java_failure(stderr: str, limit: int = 600) -> str:
+    """A JVM's failure in short: its first exception line (the message, which a stack
+    trace's tail leaves out) and the last lines of what it printed."""
+    text = stderr.strip()
+    lines = text.splitlines()
+    first = next((ln.strip() for ln in lines
+                  if re.match(r"(Exception in thread \S+ )?[\w.$]+(Exception|Error)\b", ln.strip())),
+                 "")
+    tail = text[-limit:]
+    if not first or first in tail:
+        return tail
+    return f"{first[:limit]} ... {tail[-(limit // 2):]}"
+
+
 def namenode_view(cluster, read_back: bool = True, client_id: str = "harness",
                   path: str | None = None, timeout: float = 120.0) -> dict:
     """The NameNode's files, leases and DataNodes (and the read-back), locations as ids."""
@@ -135,7 +149,7 @@ def namenode_view(cluster, read_back: bool = True, client_id: str = "harness",
                           capture_output=True, text=True, timeout=timeout, cwd=cluster.dir)
     if proc.returncode != 0 or not os.path.exists(out):
         raise ClusterError(f"{STATE_CLASS} failed (exit {proc.returncode}): "
-                           f"{proc.stderr.strip()[-600:]}")
+                           f"{java_failure(proc.stderr)}")
     with open(out) as f:
         doc = json.load(f)
     os.unlink(out)
