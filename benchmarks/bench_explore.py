@@ -1,7 +1,7 @@
 """The explorer's throughput, the time split of one schedule, and exact injection's
 determinism.
 
-    python benchmarks/bench_explore.py rate [--base FILE] [--budget 5min] [--workers 2]
+    python benchmarks/bench_explore.py rate [--base FILE] [--budget 5min] [--workers N]
                                             [--depth 2] [--out DIR] [--spark-master URL]
     python benchmarks/bench_explore.py repeat OUT [--schedules 20] [--times 5] [--workers 2]
                                                   [--spread]
@@ -39,7 +39,8 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness.explore.engine import classify, explore, run_schedule, worker_pool  # noqa: E402
+from harness.explore.engine import (Explorer, classify, explore, run_schedule,  # noqa: E402
+                                    worker_pool)
 from harness.explore.report import summary_numbers  # noqa: E402
 from harness.explore.state import ExploreState  # noqa: E402
 
@@ -61,10 +62,12 @@ def cmd_rate(args) -> int:
             master = cluster.start().url
         spark = sparkrun.start(master, out)
         pool = lambda n, package_root: sparkrun.SparkPool(spark, n)   # noqa: E731
+        args.workers = args.workers or sparkrun.executor_slots(spark)   # as explore's
         where = f"Spark tasks on {master}"
     try:
         t = time.time()
-        state = explore(args.base, out, args.budget, args.depth, args.workers, pool=pool)
+        explorer = Explorer(args.base, out, args.budget, args.depth, args.workers, pool=pool)
+        state = explorer.run()
     finally:
         if cluster is not None:
             from harness.reconcile.session import stop_spark
@@ -73,7 +76,7 @@ def cmd_rate(args) -> int:
     n = summary_numbers(state)
     load = os.getloadavg()
     print(f"\nexplored {os.path.relpath(args.base, ROOT)} for {time.time() - t:.0f}s with "
-          f"{args.workers} workers, runs as {where} ({out}; load at the end "
+          f"{explorer.workers} workers, runs as {where} ({out}; load at the end "
           f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f})")
     print(f"  schedules run     {n['schedules']} ({n['depth1']} depth 1, {n['depth2']} depth 2;"
           f" {n['schedules'] - n['explored']} while shrinking)")
@@ -195,7 +198,8 @@ def main(argv=None) -> int:
     r = sub.add_parser("rate")
     r.add_argument("--base", default=os.path.join(ROOT, "explore-bases", "write-3-blocks.yaml"))
     r.add_argument("--budget", default="5min", type=parse_duration)
-    r.add_argument("--workers", type=int, default=2)
+    r.add_argument("--workers", type=int, default=None,
+                   help="runs at once (default: the explorer's, 3 a core on the mini-HDFS)")
     r.add_argument("--depth", type=int, default=2)
     r.add_argument("--out")
     r.add_argument("--spark-master", default=None, metavar="URL",

@@ -394,8 +394,8 @@ def _add_explore(command) -> None:
     p.add_argument("--budget", default="1h", help="how long to explore, e.g. 90s, 30min, 1h")
     p.add_argument("--depth", type=int, default=2, help="faults per schedule at most (1 or 2)")
     p.add_argument("--workers", type=int, default=None,
-                   help="runs in parallel (default 2; with --spark-master, the executors' "
-                        "cores)")
+                   help="runs in parallel (default: 3 a core on the mini-HDFS, 1 a core on "
+                        "Hadoop; with --spark-master, the executors' cores)")
     p.add_argument("--out", default="explore", metavar="DIR", help="output folder")
     p.add_argument("--resume", action="store_true", help="go on with the exploration in --out")
     p.add_argument("--max-schedules", type=int, default=None, metavar="N",
@@ -451,7 +451,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers {args.workers}: use at least 1")
     from harness.explore.engine import ExploreError, explore
-    workers, pool = args.workers or 2, None
+    workers, pool = args.workers, None
     try:
         if args.spark_master:
             from harness.explore import sparkrun

@@ -194,23 +194,33 @@ def finding_signature(outcome: str, failed: list[str], schedule: Schedule) -> st
 
 # -- the explorer ----------------------------------------------------------------------------
 
+def default_workers(system: str, cores: int | None = None) -> int:
+    """Runs at once when --workers is not given. A mini-HDFS run mostly waits (a
+    fault's pause, a lease limit; about 0.35 CPU-s in a 4.5 s run): three a core. A
+    Hadoop run's JVMs use their cores while they start: HADOOP_WORKERS_PER_CORE."""
+    cores = cores or os.cpu_count() or 1
+    per_core = MINIHDFS_WORKERS_PER_CORE if system == "minihdfs" else HADOOP_WORKERS_PER_CORE
+    return max(1, int(cores * per_core))
+
+
+MINIHDFS_WORKERS_PER_CORE = 3
+HADOOP_WORKERS_PER_CORE = 1
+
+
 class Explorer:
     def __init__(self, base_path: str, out: str, budget: float, depth: int = 2,
-                 workers: int = 2, resume: bool = False, batch: int | None = None,
+                 workers: int | None = None, resume: bool = False, batch: int | None = None,
                  say: Callable[[str], None] | None = None, status: Callable[[str], None] | None = None,
                  max_schedules: int | None = None, system: str | None = None,
                  hadoop_version: str | None = None, package_root: str | None = None,
                  shrink: bool = True, pool: Callable[[int, str | None], object] | None = None):
         if depth not in (1, 2):
             raise ExploreError(f"--depth {depth}: the explorer goes 1 or 2 faults deep; use 1 or 2")
-        if workers < 1:
+        if workers is not None and workers < 1:
             raise ExploreError(f"--workers {workers}: use at least 1")
         self.base_path = os.path.abspath(base_path)
         self.out = os.path.abspath(out)
-        self.budget, self.depth, self.workers = budget, depth, workers
-        # a Spark verification costs about the same for 4 runs as for 8 (warm, 4 Hadoop
-        # runs 20 s, 8 runs 18 s): 8 at least; later batches take all that waits
-        self.batch = batch or max(8, 2 * workers)
+        self.budget, self.depth = budget, depth
         self.say = say or (lambda m: print(m, file=sys.stderr, flush=True))
         self.status = status or _status_line()
         self.max_schedules = max_schedules
@@ -229,6 +239,10 @@ class Explorer:
         with open(self.base_path) as f:
             self.base_doc = yaml.safe_load(f)
         self._choose_system(system, hadoop_version)
+        self.workers = workers or default_workers(self.system.name)
+        # a Spark verification costs about the same for 4 runs as for 8 (warm, 4 Hadoop
+        # runs 20 s, 8 runs 18 s): 8 at least; later batches take all that waits
+        self.batch = batch or max(8, 2 * self.workers)
         self._lost = self.lost_writers()
         self.queue = ScheduleQueue()
         self.state = ExploreState(base=self.base_path)
@@ -815,6 +829,6 @@ def timeline(run_dir: str | None, limit: int = 60) -> list[dict]:
     return out[:limit]
 
 
-def explore(base: str, out: str, budget: float, depth: int = 2, workers: int = 2,
+def explore(base: str, out: str, budget: float, depth: int = 2, workers: int | None = None,
             resume: bool = False, **kw) -> ExploreState:
     return Explorer(base, out, budget, depth, workers, resume, **kw).run()
