@@ -465,15 +465,21 @@ class Explorer:
         first = parent.steps[0]
         gone = first.fault.target if first.fault.kind in kind_names(ends_node=True) else None
         done = self.clients_done(events)
+        down = down_spans(events)
         by_sig: dict[str, list[Schedule]] = {}
         for p in extract_points(events, start):
             if p.ts + start <= inject or not p.is_recovery:
                 continue
             ended = {c for c, ts in done.items() if ts < p.ts + start}
+            # a node the first fault has stopped at this point (a restart's down time)
+            # cannot be paused, killed or restarted: such a run ends in an error
+            stopped = {n for n, spans in down.items()
+                       if any(a <= p.ts + start < b for a, b in spans)}
             for fault in faults_at(p, self.scenario.datanode_ids, self.scenario.client_ids,
                                    self.writers()):
                 nodes = set(fault.target) if isinstance(fault.target, tuple) else {fault.target}
-                if gone in nodes or nodes & ended or not self._explorable(fault):
+                if gone in nodes or nodes & ended or not self._explorable(fault) \
+                        or (isinstance(fault.target, str) and fault.target in stopped):
                     continue
                 s = Schedule((first, Step(p, fault)), parent=parent.id)
                 by_sig.setdefault(s.steps[1].signature, []).append(s)
@@ -827,6 +833,26 @@ def timeline(run_dir: str | None, limit: int = 60) -> list[dict]:
             out.append({"t": round(e["ts"] - start, 3), "node": e.get("node"),
                         "event": e["event"], "detail": json.dumps(detail, default=str)[:160]})
     return out[:limit]
+
+
+def down_spans(events: list[dict]) -> dict[str, list[tuple[float, float]]]:
+    """When each node was down in a run: from the harness's stop or kill of it to its
+    next start (to the end of time if none)."""
+    spans: dict[str, list[tuple[float, float]]] = {}
+    since: dict[str, float] = {}
+    for e in sorted((e for e in events if e.get("node") == "harness"
+                     and e.get("event") in ("harness.node.stop", "harness.node.kill",
+                                            "harness.node.start")),
+                    key=lambda e: e["ts"]):
+        target = e.get("target")
+        if e["event"] == "harness.node.start":
+            if target in since:
+                spans.setdefault(target, []).append((since.pop(target), e["ts"]))
+        else:
+            since.setdefault(target, e["ts"])
+    for target, ts in since.items():
+        spans.setdefault(target, []).append((ts, float("inf")))
+    return spans
 
 
 def explore(base: str, out: str, budget: float, depth: int = 2, workers: int | None = None,

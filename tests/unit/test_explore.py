@@ -414,6 +414,46 @@ def test_depth_two_leaves_out_faults_on_a_client_that_had_ended_its_work(tmp_pat
     assert "c1" in targets
 
 
+def test_depth2_spares_a_node_the_first_fault_has_down_at_the_point(tmp_path):
+    """A second fault at a point inside the first fault's restart of dn2 (its down
+    time) cannot pause, kill or restart dn2: dn2 is not running then, and such a run
+    ended in an error ("dn2 is not running"). Once dn2 is back, it is a target again."""
+    from harness.explore.engine import Explorer, down_spans
+    base = tmp_path / "base.yaml"
+    base.write_text(SCENARIO)
+    x = Explorer(str(base), str(tmp_path / "out"), 60)
+    run = tmp_path / "run"
+    (run / "events").mkdir(parents=True)
+
+    def targets_with(events):
+        for old in (run / "events").iterdir():
+            old.unlink()
+        for node in {e["node"] for e in events}:
+            with open(run / "events" / f"{node}.jsonl", "w") as f:
+                f.writelines(json.dumps(e) + "\n" for e in events if e["node"] == node)
+        return {s.steps[1].fault.target for s in x.depth2(parent, str(run))}
+
+    recovery = ev(2.5, "nn", "nn.recovery.start", path="/f", block=B1, gs=1, recovery_id=7,
+                  primary="dn1", pipeline=["dn1", "dn2"])
+    events = [ev(1.0, "harness", "harness.node.start", target="nn"),
+              ev(1.1, "nn", "nn.file.create", path="/f", holder="h"),
+              ev(2.0, "harness", "harness.fault.inject", fault="x1", kind="restart"),
+              ev(2.0, "harness", "harness.node.stop", target="dn2"),
+              recovery,
+              ev(3.0, "harness", "harness.node.start", target="dn2")]
+    first = Step(next(p for p in points() if p.event == "nn.file.create"),
+                 FaultChoice("restart", "dn2", "other", (("down", 1.0),)))
+    parent = Schedule((first,))
+    assert down_spans(events) == {"dn2": [(2.0, 3.0)]}
+    during = targets_with(events)
+    assert "dn1" in during and "dn2" not in during
+    back = targets_with([e for e in events if e is not recovery] + [dict(recovery, ts=3.5)])
+    assert "dn2" in back
+    # a node stopped and never started again is down to the end
+    assert down_spans([ev(1.0, "harness", "harness.node.kill", target="dn3")]) == \
+        {"dn3": [(1.0, float("inf"))]}
+
+
 # -- kinds from the registry ----------------------------------------------------------------
 
 @pytest.fixture
