@@ -194,17 +194,12 @@ def finding_signature(outcome: str, failed: list[str], schedule: Schedule) -> st
 
 # -- the explorer ----------------------------------------------------------------------------
 
-def default_workers(system: str, cores: int | None = None) -> int:
-    """Runs at once when --workers is not given. A mini-HDFS run mostly waits (a
-    fault's pause, a lease limit; about 0.35 CPU-s in a 4.5 s run): three a core. A
-    Hadoop run's JVMs use their cores while they start: HADOOP_WORKERS_PER_CORE."""
+def default_workers(system, cores: int | None = None) -> int:
+    """Runs at once when --workers is not given: the system's runs_per_core (three on
+    the mini-HDFS, whose runs mostly wait; one on Hadoop, whose JVMs' starts use their
+    core) times this machine's cores."""
     cores = cores or os.cpu_count() or 1
-    per_core = MINIHDFS_WORKERS_PER_CORE if system == "minihdfs" else HADOOP_WORKERS_PER_CORE
-    return max(1, int(cores * per_core))
-
-
-MINIHDFS_WORKERS_PER_CORE = 3
-HADOOP_WORKERS_PER_CORE = 1
+    return max(1, int(cores * system.runs_per_core))
 
 
 class Explorer:
@@ -239,7 +234,7 @@ class Explorer:
         with open(self.base_path) as f:
             self.base_doc = yaml.safe_load(f)
         self._choose_system(system, hadoop_version)
-        self.workers = workers or default_workers(self.system.name)
+        self.workers = workers or default_workers(self.system)
         # a Spark verification costs about the same for 4 runs as for 8 (warm, 4 Hadoop
         # runs 20 s, 8 runs 18 s): 8 at least; later batches take all that waits
         self.batch = batch or max(8, 2 * self.workers)

@@ -102,6 +102,9 @@ class SystemUnderTest:
     # seconds between two not_quiet() polls while the runner waits for a pending fault
     # after the workload (Run._settled_out_of_reach): a poll should cost little CPU
     settle_poll_seconds = 0.5
+    # runs the explorer keeps going at once per core when --workers is not given: the
+    # mini-HDFS's runs mostly wait (a fault's pause, a lease limit), a JVM's start does not
+    runs_per_core = 1
 
     def __init__(self, version: str | None = None):
         self.version = version

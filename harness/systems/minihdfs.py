@@ -33,6 +33,9 @@ _HADOOP_ONLY = {key: "only Hadoop reads it, the mini-HDFS has nothing it sets; d
 
 class MiniHdfs(SystemUnderTest):
     name = "minihdfs"
+    # a run mostly waits (its CPU is a small share of its wall time): three a core
+    # (benchmarks/RESULTS.md, the explorer's rate by workers)
+    runs_per_core = 3
 
     def __init__(self, version: str | None = None):
         super().__init__(None)   # one implementation, no releases

@@ -147,15 +147,16 @@ def test_the_explorer_on_hadoop_says_it_has_no_exact_injection(tmp_path):
 
 
 def test_workers_default_to_three_a_core_on_the_mini_hdfs_and_one_on_hadoop(tmp_path):
-    assert default_workers("minihdfs", cores=2) == 6 and default_workers("minihdfs", cores=1) == 3
-    assert default_workers("hadoop", cores=2) == 2 and default_workers("hadoop", cores=1) == 1
+    from harness.systems import get_system
+    mini, hadoop = get_system("minihdfs"), get_system("hadoop")
+    assert default_workers(mini, cores=2) == 6 and default_workers(mini, cores=1) == 3
+    assert default_workers(hadoop, cores=2) == 2 and default_workers(hadoop, cores=1) == 1
     base = no_agent_base(tmp_path)
     cores = os.cpu_count() or 1
     h = Explorer(base, str(tmp_path / "h"), 60, system="hadoop", hadoop_version="3.4.2",
                  say=lambda m: None)
     m = Explorer(base, str(tmp_path / "m"), 60)
-    assert (h.workers, m.workers) == (default_workers("hadoop", cores),
-                                      default_workers("minihdfs", cores))
+    assert (h.workers, m.workers) == (cores, 3 * cores)
     assert m.batch == max(8, 2 * m.workers)
     assert Explorer(base, str(tmp_path / "w"), 60, workers=1).workers == 1
 
