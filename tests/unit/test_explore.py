@@ -375,50 +375,10 @@ def test_concurrent_explorers_claim_different_slots_until_one_exits(tmp_path):
             p.join(30)
 
 
-def test_depth_two_leaves_out_faults_on_a_client_that_had_ended_its_work(tmp_path):
-    """A second fault at a recovery point that comes after the writer ended its last op
-    (lease recovery of a file its client gave up on) cannot crash or pause that client:
-    its process is gone (such a pause failed the run: "c1 is not running")."""
+def _depth2_targets(tmp_path, parent: Schedule):
+    """A function of a run's events (written as a run folder's events/) to the targets of
+    the second faults the explorer of SCENARIO gives `parent` after that run."""
     from harness.explore.engine import Explorer
-    base = tmp_path / "base.yaml"
-    base.write_text(SCENARIO)
-    x = Explorer(str(base), str(tmp_path / "out"), 60)
-    run = tmp_path / "run"
-    (run / "events").mkdir(parents=True)
-
-    def write(events):
-        for old in (run / "events").iterdir():
-            old.unlink()
-        for node in {e["node"] for e in events}:
-            with open(run / "events" / f"{node}.jsonl", "w") as f:
-                f.writelines(json.dumps(e) + "\n" for e in events if e["node"] == node)
-
-    recovery = ev(5.0, "nn", "nn.recovery.start", path="/f", block=B1, gs=1, recovery_id=7,
-                  primary="dn1", pipeline=["dn1", "dn2"])
-    events = [ev(1.0, "harness", "harness.node.start", target="nn"),
-              ev(1.1, "nn", "nn.file.create", path="/f", holder="h"),
-              ev(2.0, "harness", "harness.fault.inject", fault="x1", kind="partition"),
-              ev(2.5, "c1", "client.op.end", op_id="w1", op="write", path="/f", ok=False),
-              recovery]
-    write(events)
-    first = Step(next(p for p in points() if p.event == "nn.file.create"),
-                 FaultChoice("partition", ("c1", "nn"), "link:writer->nn",
-                             (("duration", 3.0), ("mode", "reject"))))
-    parent = Schedule((first,))
-    targets = {s.steps[1].fault.target for s in x.depth2(parent, str(run))}
-    assert targets and "dn1" in targets
-    assert not {t for t in targets if t == "c1" or (isinstance(t, tuple) and "c1" in t)}
-    # the same recovery while c1 still works on: the client is a target again
-    write([e for e in events if e["event"] != "client.op.end"])
-    targets = {s.steps[1].fault.target for s in x.depth2(parent, str(run))}
-    assert "c1" in targets
-
-
-def test_depth2_spares_a_node_the_first_fault_has_down_at_the_point(tmp_path):
-    """A second fault at a point inside the first fault's restart of dn2 (its down
-    time) cannot pause, kill or restart dn2: dn2 is not running then, and such a run
-    ended in an error ("dn2 is not running"). Once dn2 is back, it is a target again."""
-    from harness.explore.engine import Explorer, down_spans
     base = tmp_path / "base.yaml"
     base.write_text(SCENARIO)
     x = Explorer(str(base), str(tmp_path / "out"), 60)
@@ -432,7 +392,37 @@ def test_depth2_spares_a_node_the_first_fault_has_down_at_the_point(tmp_path):
             with open(run / "events" / f"{node}.jsonl", "w") as f:
                 f.writelines(json.dumps(e) + "\n" for e in events if e["node"] == node)
         return {s.steps[1].fault.target for s in x.depth2(parent, str(run))}
+    return targets_with
 
+
+def test_depth_two_leaves_out_faults_on_a_client_that_had_ended_its_work(tmp_path):
+    """A second fault at a recovery point that comes after the writer ended its last op
+    (lease recovery of a file its client gave up on) cannot crash or pause that client:
+    its process is gone (such a pause failed the run: "c1 is not running")."""
+    recovery = ev(5.0, "nn", "nn.recovery.start", path="/f", block=B1, gs=1, recovery_id=7,
+                  primary="dn1", pipeline=["dn1", "dn2"])
+    events = [ev(1.0, "harness", "harness.node.start", target="nn"),
+              ev(1.1, "nn", "nn.file.create", path="/f", holder="h"),
+              ev(2.0, "harness", "harness.fault.inject", fault="x1", kind="partition"),
+              ev(2.5, "c1", "client.op.end", op_id="w1", op="write", path="/f", ok=False),
+              recovery]
+    first = Step(next(p for p in points() if p.event == "nn.file.create"),
+                 FaultChoice("partition", ("c1", "nn"), "link:writer->nn",
+                             (("duration", 3.0), ("mode", "reject"))))
+    targets_with = _depth2_targets(tmp_path, Schedule((first,)))
+    targets = targets_with(events)
+    assert targets and "dn1" in targets
+    assert not {t for t in targets if t == "c1" or (isinstance(t, tuple) and "c1" in t)}
+    # the same recovery while c1 still works on: the client is a target again
+    targets = targets_with([e for e in events if e["event"] != "client.op.end"])
+    assert "c1" in targets
+
+
+def test_depth2_spares_a_node_the_first_fault_has_down_at_the_point(tmp_path):
+    """A second fault at a point inside the first fault's restart of dn2 (its down
+    time) cannot pause, kill or restart dn2: dn2 is not running then, and such a run
+    ended in an error ("dn2 is not running"). Once dn2 is back, it is a target again."""
+    from harness.explore.engine import down_spans
     recovery = ev(2.5, "nn", "nn.recovery.start", path="/f", block=B1, gs=1, recovery_id=7,
                   primary="dn1", pipeline=["dn1", "dn2"])
     events = [ev(1.0, "harness", "harness.node.start", target="nn"),
@@ -443,7 +433,7 @@ def test_depth2_spares_a_node_the_first_fault_has_down_at_the_point(tmp_path):
               ev(3.0, "harness", "harness.node.start", target="dn2")]
     first = Step(next(p for p in points() if p.event == "nn.file.create"),
                  FaultChoice("restart", "dn2", "other", (("down", 1.0),)))
-    parent = Schedule((first,))
+    targets_with = _depth2_targets(tmp_path, Schedule((first,)))
     assert down_spans(events) == {"dn2": [(2.0, 3.0)]}
     during = targets_with(events)
     assert "dn1" in during and "dn2" not in during
